@@ -1,0 +1,460 @@
+"""Turn a snapshot (already-loaded JSON/YAML data) into the engine's model.
+
+Malformed input -- a wrong type, an unparsable quantity, time or duration -- raises
+``SnapshotError`` with the dotted path of the offending field, so that a user can fix the
+file. Content the API server would have rejected but which the controller still meets in
+practice (an unknown metric type, a target without a type) is *not* an error here: the
+engine decides it as upstream does.
+
+The HPA spec is defaulted as the API server does before the controller sees it:
+minReplicas 1, the CPU 80% metric when none is given, and behavior's policies/windows.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from shared.durations import DurationError, TimeError, parse_duration, parse_time
+from shared.quantity import Quantity, QuantityError
+
+from .model import (
+    JSON,
+    Behavior,
+    Container,
+    CustomMetric,
+    ExternalMetric,
+    FeatureGates,
+    History,
+    MetricError,
+    MetricSpec,
+    Pod,
+    PodMetrics,
+    Recommendation,
+    Scale,
+    ScaleEvent,
+    ScalingPolicy,
+    ScalingRules,
+    Settings,
+    Snapshot,
+    Target,
+)
+
+T = TypeVar("T")
+
+
+class SnapshotError(ValueError):
+    """A malformed snapshot; ``path`` names the field."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+        self.message = message
+
+
+def _type_name(v: object) -> str:
+    return {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }.get(type(v), type(v).__name__)
+
+
+class _Reader:
+    """Typed access to nested data, tracking the path for error messages."""
+
+    def __init__(self, data: Any, path: str = "") -> None:
+        self.data = data
+        self.path = path
+
+    def _sub(self, key: str | int) -> str:
+        if isinstance(key, int):
+            return f"{self.path}[{key}]"
+        return f"{self.path}.{key}" if self.path else key
+
+    def has(self, key: str) -> bool:
+        return isinstance(self.data, dict) and self.data.get(key) is not None
+
+    def raw(self, key: str) -> Any:
+        return self.data.get(key) if isinstance(self.data, dict) else None
+
+    def obj(self, key: str, required: bool = False) -> _Reader:
+        v = self.raw(key)
+        if v is None:
+            if required:
+                raise SnapshotError(self._sub(key), "is required")
+            return _Reader({}, self._sub(key))
+        if not isinstance(v, dict):
+            raise SnapshotError(self._sub(key), f"must be an object, got {_type_name(v)}")
+        return _Reader(v, self._sub(key))
+
+    def items(self, key: str) -> list[_Reader]:
+        v = self.raw(key)
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise SnapshotError(self._sub(key), f"must be a list, got {_type_name(v)}")
+        out = []
+        for i, item in enumerate(v):
+            if not isinstance(item, dict):
+                raise SnapshotError(f"{self._sub(key)}[{i}]", f"must be an object, got {_type_name(item)}")
+            out.append(_Reader(item, f"{self._sub(key)}[{i}]"))
+        return out
+
+    def string(self, key: str, default: str = "") -> str:
+        v = self.raw(key)
+        if v is None:
+            return default
+        if not isinstance(v, str):
+            raise SnapshotError(self._sub(key), f"must be a string, got {_type_name(v)}")
+        return v
+
+    def integer(self, key: str, default: int | None = None) -> int | None:
+        v = self.raw(key)
+        if v is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, int):
+            if isinstance(v, float) and v.is_integer():
+                return int(v)
+            raise SnapshotError(self._sub(key), f"must be an integer, got {v!r}")
+        return v
+
+    def number(self, key: str, default: float) -> float:
+        v = self.raw(key)
+        if v is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise SnapshotError(self._sub(key), f"must be a number, got {v!r}")
+        return float(v)
+
+    def boolean(self, key: str, default: bool) -> bool:
+        v = self.raw(key)
+        if v is None:
+            return default
+        if not isinstance(v, bool):
+            raise SnapshotError(self._sub(key), f"must be true or false, got {v!r}")
+        return v
+
+    def _conv(self, key: str, fn: Callable[[Any], T], what: str) -> T | None:
+        v = self.raw(key)
+        if v is None:
+            return None
+        try:
+            return fn(v)
+        except (QuantityError, TimeError, DurationError) as e:
+            raise SnapshotError(self._sub(key), f"invalid {what}: {e}") from None
+
+    def quantity(self, key: str) -> Quantity | None:
+        return self._conv(key, Quantity.parse, "quantity")
+
+    def time(self, key: str) -> datetime | None:
+        return self._conv(key, parse_time, "time")
+
+    def duration(self, key: str) -> timedelta | None:
+        return self._conv(key, parse_duration, "duration")
+
+    def str_map(self, key: str) -> dict[str, str]:
+        v = self.raw(key)
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            raise SnapshotError(self._sub(key), f"must be an object, got {_type_name(v)}")
+        return {str(k): "" if x is None else str(x) for k, x in v.items()}
+
+    def quantity_map(self, key: str) -> dict[str, Quantity]:
+        r = self.obj(key)
+        return {str(k): q for k in r.data if (q := r.quantity(str(k))) is not None}
+
+
+def parse_settings(r: _Reader) -> Settings:
+    d = Settings()
+    g = r.obj("featureGates")
+    return Settings(
+        tolerance=r.number("tolerance", d.tolerance),
+        cpu_initialization_period=r.duration("cpuInitializationPeriod") or d.cpu_initialization_period,
+        initial_readiness_delay=r.duration("initialReadinessDelay") or d.initial_readiness_delay,
+        downscale_stabilization_window=_nonnull(
+            r.duration("downscaleStabilizationWindow"), d.downscale_stabilization_window
+        ),
+        scale_up_limit_factor=r.number("scaleUpLimitFactor", d.scale_up_limit_factor),
+        scale_up_limit_minimum=r.number("scaleUpLimitMinimum", d.scale_up_limit_minimum),
+        feature_gates=FeatureGates(
+            hpa_configurable_tolerance=g.boolean("HPAConfigurableTolerance", True),
+            hpa_scale_to_zero=g.boolean("HPAScaleToZero", False),
+        ),
+    )
+
+
+def _nonnull(v: T | None, default: T) -> T:
+    return default if v is None else v
+
+
+def _target(r: _Reader) -> Target:
+    return Target(
+        type=r.string("type") or None,
+        value=r.quantity("value"),
+        average_value=r.quantity("averageValue"),
+        average_utilization=r.integer("averageUtilization"),
+    )
+
+
+def _selector(r: _Reader, key: str) -> JSON | None:
+    v = r.raw(key)
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise SnapshotError(r._sub(key), f"must be a label selector object, got {_type_name(v)}")
+    for i, e in enumerate(r.obj(key).items("matchExpressions")):
+        e.string("key")
+        e.string("operator")
+        vals = e.raw("values")
+        if vals is not None and not isinstance(vals, list):
+            raise SnapshotError(f"{e.path}.values", f"must be a list, got {_type_name(vals)}")
+        del i
+    r.obj(key).str_map("matchLabels")
+    return v
+
+
+def parse_metric_spec(r: _Reader) -> MetricSpec:
+    kind = r.string("type")
+    raw = r.data
+    if kind == "Resource" and r.has("resource"):
+        s = r.obj("resource")
+        return MetricSpec(kind, raw, name=s.string("name"), target=_target(s.obj("target")))
+    if kind == "ContainerResource" and r.has("containerResource"):
+        s = r.obj("containerResource")
+        return MetricSpec(
+            kind, raw, name=s.string("name"), container=s.string("container"), target=_target(s.obj("target"))
+        )
+    if kind in ("Pods", "Object", "External") and r.has(kind.lower()):
+        s = r.obj(kind.lower())
+        m = s.obj("metric")
+        described = None
+        if kind == "Object":
+            d = s.obj("describedObject")
+            d.string("kind")
+            d.string("name")
+            d.string("apiVersion")
+            described = d.data
+        return MetricSpec(
+            kind,
+            raw,
+            name=m.string("name"),
+            target=_target(s.obj("target")),
+            selector=_selector(m, "selector"),
+            described_object=described,
+        )
+    # unknown type or missing source: decided (InvalidMetricSourceType / Failed*), not refused
+    return MetricSpec(kind, raw)
+
+
+_DEFAULT_UP = ScalingRules(0, "Max", (ScalingPolicy("Pods", 4, 15), ScalingPolicy("Percent", 100, 15)), None)
+_DEFAULT_DOWN = ScalingRules(None, "Max", (ScalingPolicy("Percent", 100, 15),), None)
+
+
+def _rules(r: _Reader, key: str, default: ScalingRules) -> ScalingRules:
+    """Defaulted as the API server does: only fields that are absent (nil) take defaults."""
+    if not r.has(key):
+        return default
+    s = r.obj(key)
+    policies = default.policies
+    if s.raw("policies") is not None:  # an explicit empty list stays empty, as in Go
+        policies = tuple(
+            ScalingPolicy(p.string("type"), p.integer("value", 0) or 0, p.integer("periodSeconds", 0) or 0)
+            for p in s.items("policies")
+        )
+    tol = s.quantity("tolerance")
+    return ScalingRules(
+        stabilization_window_seconds=s.integer(
+            "stabilizationWindowSeconds", default.stabilization_window_seconds
+        ),
+        select_policy=s.string("selectPolicy") or default.select_policy,
+        policies=policies,
+        tolerance=tol.as_float() if tol is not None else None,
+    )
+
+
+def _wire_rules(rules: ScalingRules, original: JSON | None) -> JSON:
+    out: JSON = dict(original or {})
+    if rules.stabilization_window_seconds is not None:
+        out["stabilizationWindowSeconds"] = rules.stabilization_window_seconds
+    out["selectPolicy"] = rules.select_policy
+    out["policies"] = [
+        {"type": p.type, "value": p.value, "periodSeconds": p.period_seconds} for p in rules.policies
+    ]
+    return out
+
+
+def _container(r: _Reader) -> Container:
+    return Container(r.string("name"), r.obj("resources").quantity_map("requests"))
+
+
+def parse_pod(r: _Reader) -> Pod:
+    meta, spec, status = r.obj("metadata"), r.obj("spec"), r.obj("status")
+    ready: tuple[str, datetime | None] | None = None
+    for c in status.items("conditions"):
+        if c.string("type") == "Ready":
+            ready = (c.string("status"), c.time("lastTransitionTime"))
+            break
+    sidecars: list[Container] = []
+    inits: list[Container] = []
+    for c in spec.items("initContainers"):
+        (sidecars if c.string("restartPolicy") == "Always" else inits).append(_container(c))
+    pod_requests = spec.obj("resources").quantity_map("requests") if spec.has("resources") else None
+    return Pod(
+        name=meta.string("name"),
+        namespace=meta.string("namespace"),
+        labels=meta.str_map("labels"),
+        phase=status.string("phase"),
+        deleted=meta.time("deletionTimestamp") is not None,
+        start_time=status.time("startTime"),
+        ready_condition=ready,
+        containers=tuple(_container(c) for c in spec.items("containers")),
+        sidecars=tuple(sidecars),
+        init_containers=tuple(inits),
+        pod_requests=pod_requests,
+        overhead=spec.quantity_map("overhead") if spec.has("overhead") else None,
+    )
+
+
+def parse_pod_metrics(r: _Reader) -> PodMetrics:
+    meta = r.obj("metadata")
+    return PodMetrics(
+        name=meta.string("name"),
+        namespace=meta.string("namespace"),
+        timestamp=r.time("timestamp"),
+        window=_nonnull(r.duration("window"), timedelta(0)),
+        containers=tuple((c.string("name"), c.quantity_map("usage")) for c in r.items("containers")),
+    )
+
+
+def parse_custom_metric(r: _Reader) -> CustomMetric:
+    d = r.obj("describedObject")
+    metric = r.obj("metric").string("name") or r.string("metricName")  # v1beta2 or v1beta1 shape
+    value = r.quantity("value")
+    if value is None:
+        raise SnapshotError(f"{r.path}.value", "is required")
+    return CustomMetric(
+        d.string("kind"),
+        d.string("apiVersion"),
+        d.string("name"),
+        metric,
+        r.time("timestamp"),
+        value,
+        r.integer("windowSeconds"),
+    )
+
+
+def parse_external_metric(r: _Reader) -> ExternalMetric:
+    value = r.quantity("value")
+    if value is None:
+        raise SnapshotError(f"{r.path}.value", "is required")
+    return ExternalMetric(r.string("metricName"), r.str_map("metricLabels"), r.time("timestamp"), value)
+
+
+def _events(r: _Reader, key: str) -> tuple[ScaleEvent, ...]:
+    out = []
+    for e in r.items(key):
+        ts = e.time("timestamp")
+        if ts is None:
+            raise SnapshotError(f"{e.path}.timestamp", "is required")
+        out.append(ScaleEvent(e.integer("replicaChange", 0) or 0, ts, e.boolean("outdated", False)))
+    return tuple(out)
+
+
+def parse_history(r: _Reader) -> History:
+    recs: tuple[Recommendation, ...] | None = None
+    if "recommendations" in r.data and r.raw("recommendations") is not None:
+        items = []
+        for e in r.items("recommendations"):
+            ts = e.time("timestamp")
+            if ts is None:
+                raise SnapshotError(f"{e.path}.timestamp", "is required")
+            items.append(Recommendation(e.integer("replicas", 0) or 0, ts))
+        recs = tuple(items)
+    return History(recs, _events(r, "scaleUpEvents"), _events(r, "scaleDownEvents"))
+
+
+def parse_snapshot(data: Any) -> Snapshot:
+    """Validate and parse one snapshot document."""
+    if not isinstance(data, dict):
+        raise SnapshotError("", f"a snapshot must be an object, got {_type_name(data)}")
+    root = _Reader(data)
+    now = root.time("now")
+    if now is None:
+        raise SnapshotError("now", "is required (the controller's clock for this reconcile)")
+    hpa_r = root.obj("hpa", required=True)
+    hpa = copy.deepcopy(hpa_r.data)
+    spec_r = hpa_r.obj("spec")
+    hpa_r.obj("metadata")
+    status_r = hpa_r.obj("status")
+    status_r.items("conditions")
+    metrics = tuple(parse_metric_spec(m) for m in spec_r.items("metrics"))
+    spec = hpa.setdefault("spec", {})
+    if not metrics:  # SetDefaults_HorizontalPodAutoscaler: CPU at 80% utilization
+        default_metric = {
+            "type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+        }
+        spec["metrics"] = [default_metric]
+        metrics = (parse_metric_spec(_Reader(default_metric, "spec.metrics[0]")),)
+    min_replicas = spec_r.integer("minReplicas", 1)
+    spec["minReplicas"] = min_replicas
+    max_replicas = spec_r.integer("maxReplicas")
+    if max_replicas is None:
+        raise SnapshotError("hpa.spec.maxReplicas", "is required")
+    behavior = None
+    if spec_r.has("behavior"):
+        b = spec_r.obj("behavior")
+        behavior = Behavior(_rules(b, "scaleUp", _DEFAULT_UP), _rules(b, "scaleDown", _DEFAULT_DOWN))
+        spec["behavior"] = {
+            "scaleUp": _wire_rules(behavior.scale_up, b.raw("scaleUp")),
+            "scaleDown": _wire_rules(behavior.scale_down, b.raw("scaleDown")),
+        }
+    scale = None
+    scale_error = root.raw("scaleError")
+    if scale_error is not None and not isinstance(scale_error, str):
+        raise SnapshotError("scaleError", f"must be a string, got {_type_name(scale_error)}")
+    if root.has("scale"):
+        s = root.obj("scale")
+        spec_replicas = s.obj("spec").integer("replicas", 0)
+        scale = Scale(
+            spec_replicas or 0,
+            s.obj("status").integer("replicas", 0) or 0,
+            s.obj("status").string("selector"),
+        )
+    elif scale_error is None:
+        raise SnapshotError("scale", "is required (or scaleError, when the GET of the scale failed)")
+    for key in ("podMetrics", "customMetrics", "externalMetrics", "metricErrors", "pods"):
+        root.items(key)
+    errors = tuple(
+        MetricError(e.string("source"), e.string("name"), e.string("message"))
+        for e in root.items("metricErrors")
+    )
+    update_error = root.raw("scaleUpdateError")
+    if update_error is not None and not isinstance(update_error, str):
+        raise SnapshotError("scaleUpdateError", f"must be a string, got {_type_name(update_error)}")
+    return Snapshot(
+        now=now,
+        settings=parse_settings(root.obj("controller")),
+        hpa=hpa,
+        metrics=metrics,
+        behavior=behavior,
+        min_replicas=min_replicas if min_replicas is not None else 1,
+        max_replicas=max_replicas,
+        scale=scale,
+        scale_error=scale_error,
+        pods=tuple(parse_pod(p) for p in root.items("pods")),
+        pod_metrics=tuple(parse_pod_metrics(p) for p in root.items("podMetrics")),
+        custom_metrics=tuple(parse_custom_metric(m) for m in root.items("customMetrics")),
+        external_metrics=tuple(parse_external_metric(m) for m in root.items("externalMetrics")),
+        metric_errors=errors,
+        history=parse_history(root.obj("history")) if "history" in data else History(),
+        scale_update_error=update_error,
+    )

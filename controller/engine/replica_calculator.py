@@ -1,0 +1,281 @@
+"""Replica proposals per target type, with upstream's exact arithmetic.
+
+Upstream computes in Go: int64 milli-units, integer division that truncates toward zero,
+float64 ratios, ``int32(math.Ceil(x))``. Python floats are IEEE doubles too, so the same
+operations in the same order give the same bits; the helpers below supply Go's integer
+conversions. Each function returns a ``Calc`` that also records *why* (pod groups, ratios,
+tolerance band) for ``decide --explain``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from .model import Pod
+from .pods import PodGroups, PodSample, calculate_requests, group_pods, ready_pod_count
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def go_int32(x: float) -> int:
+    """Go's int32(float64) on amd64: truncation; NaN or out of range gives MinInt32."""
+    if math.isnan(x) or x >= 2**31 or x <= -(2**31) - 1:
+        return INT32_MIN
+    return int(x)
+
+
+def go_int64(x: float) -> int:
+    if math.isnan(x) or x >= 2**63 or x < -(2**63):
+        return INT64_MIN
+    return int(x)
+
+
+def go_div(a: int, b: int) -> int:
+    """Go's integer division (truncates toward zero); division by zero is the caller's bug."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def go_fdiv(a: float, b: float) -> float:
+    """Go's float64 division: x/0 is ±Inf (NaN for 0/0) instead of an exception."""
+    if b == 0:
+        if a == 0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * (1 if math.copysign(1, b) > 0 else -1)
+    return a / b
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    scale_down: float
+    scale_up: float
+
+    def within(self, ratio: float) -> bool:
+        return (1.0 - self.scale_down) <= ratio <= (1.0 + self.scale_up)
+
+    def band(self) -> str:
+        return f"[{1.0 - self.scale_down:.3g}, {1.0 + self.scale_up:.3g}]"
+
+
+class CalcError(Exception):
+    """The metric cannot produce a proposal; str() is upstream's message."""
+
+
+@dataclass
+class Calc:
+    """A proposal and how it was reached."""
+
+    replicas: int
+    usage: int = 0  # milli-units (or the utilization percentage for Utilization targets)
+    raw_usage: int = 0  # per-pod average milli-value for Utilization targets
+    ratio: float | None = None
+    new_ratio: float | None = None
+    groups: PodGroups | None = None
+    ready_pods: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PodContext:
+    pods: list[Pod]
+    cpu_initialization_period: timedelta
+    initial_readiness_delay: timedelta
+    now: datetime
+
+
+def _utilization_ratio(
+    metrics: dict[str, PodSample], requests: dict[str, int], target: int
+) -> tuple[float, int, int]:
+    total = requested = entries = 0
+    for name, sample in metrics.items():
+        if name not in requests:
+            continue  # metrics of pods we do not know are extraneous
+        total += sample.value
+        requested += requests[name]
+        entries += 1
+    if requested == 0:
+        raise CalcError("no metrics returned matched known pods")
+    utilization = go_int32(go_div(total * 100, requested))
+    return go_fdiv(utilization, target), utilization, go_div(total, entries)
+
+
+def _usage_ratio(metrics: dict[str, PodSample], target: int) -> tuple[float, int]:
+    total = sum(s.value for s in metrics.values())
+    usage = go_div(total, len(metrics))
+    return go_fdiv(usage, target), usage
+
+
+def _grouped(ctx: PodContext, metrics: dict[str, PodSample], resource: str) -> PodGroups:
+    if not ctx.pods:
+        raise CalcError("no pods returned by selector while calculating replica count")
+    groups = group_pods(
+        ctx.pods, metrics, resource, ctx.cpu_initialization_period, ctx.initial_readiness_delay, ctx.now
+    )
+    for name in groups.ignored | groups.unready:
+        metrics.pop(name, None)
+    if not metrics:
+        raise CalcError("did not receive metrics for targeted pods (pods might be unready)")
+    return groups
+
+
+def resource_utilization(
+    ctx: PodContext,
+    current: int,
+    target: int,
+    resource: str,
+    container: str,
+    metrics: dict[str, PodSample],
+    tol: Tolerances,
+) -> Calc:
+    """Resource/ContainerResource with a Utilization target (percent of request)."""
+    metrics = dict(metrics)
+    groups = _grouped(ctx, metrics, resource)
+    try:
+        requests = calculate_requests(ctx.pods, container, resource)
+    except ValueError as e:
+        raise CalcError(str(e)) from None
+    ratio, utilization, raw = _utilization_ratio(metrics, requests, target)
+    calc = Calc(current, utilization, raw, ratio=ratio, groups=groups)
+    scale_up_with_unready = bool(groups.unready) and ratio > 1.0
+    if not scale_up_with_unready and not groups.missing:
+        if tol.within(ratio):
+            calc.notes.append(f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {current}")
+            return calc
+        calc.replicas = go_int32(math.ceil(ratio * groups.ready_count))
+        calc.notes.append(f"ceil({ratio:.4g} x {groups.ready_count} ready pods) = {calc.replicas}")
+        return calc
+    if groups.missing:
+        if ratio < 1.0:
+            fallback = max(100, target)
+            for name in groups.missing:
+                metrics[name] = PodSample(go_div(requests[name] * fallback, 100))
+            calc.notes.append(
+                f"scale-down: {len(groups.missing)} pod(s) without metrics counted at {fallback}% of request"
+            )
+        elif ratio > 1.0:
+            for name in groups.missing:
+                metrics[name] = PodSample(0)
+            calc.notes.append(f"scale-up: {len(groups.missing)} pod(s) without metrics counted at 0%")
+    if scale_up_with_unready:
+        for name in groups.unready:
+            metrics[name] = PodSample(0)
+        calc.notes.append(f"scale-up: {len(groups.unready)} unready pod(s) counted at 0%")
+    new_ratio, _, _ = _utilization_ratio(metrics, requests, target)
+    return _second_pass(calc, current, ratio, new_ratio, len(metrics), tol)
+
+
+def _second_pass(
+    calc: Calc, current: int, ratio: float, new_ratio: float, counted: int, tol: Tolerances
+) -> Calc:
+    calc.new_ratio = new_ratio
+    if tol.within(new_ratio) or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
+        why = "within the tolerance band" if tol.within(new_ratio) else "would reverse the direction"
+        calc.notes.append(f"recomputed ratio {new_ratio:.4g} {why} {tol.band()}: keep {current}")
+        return calc
+    proposal = go_int32(math.ceil(new_ratio * counted))
+    if (new_ratio < 1.0 and proposal > current) or (new_ratio > 1.0 and proposal < current):
+        calc.notes.append(
+            f"ceil({new_ratio:.4g} x {counted}) = {proposal} would move the wrong way: keep {current}"
+        )
+        return calc
+    calc.replicas = proposal
+    calc.notes.append(f"ceil({new_ratio:.4g} x {counted} pods counted) = {proposal}")
+    return calc
+
+
+def plain_average(
+    ctx: PodContext,
+    current: int,
+    target: int,
+    metrics: dict[str, PodSample],
+    resource: str,
+    tol: Tolerances,
+) -> Calc:
+    """Pods metrics and Resource AverageValue targets: the per-pod average against a value."""
+    metrics = dict(metrics)
+    groups = _grouped(ctx, metrics, resource)
+    ratio, usage = _usage_ratio(metrics, target)
+    calc = Calc(current, usage, ratio=ratio, groups=groups)
+    scale_up_with_unready = bool(groups.unready) and ratio > 1.0
+    if not scale_up_with_unready and not groups.missing:
+        if tol.within(ratio):
+            calc.notes.append(f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {current}")
+            return calc
+        calc.replicas = go_int32(math.ceil(ratio * groups.ready_count))
+        calc.notes.append(f"ceil({ratio:.4g} x {groups.ready_count} ready pods) = {calc.replicas}")
+        return calc
+    if groups.missing:
+        if ratio < 1.0:
+            for name in groups.missing:
+                metrics[name] = PodSample(target)
+            calc.notes.append(
+                f"scale-down: {len(groups.missing)} pod(s) without metrics counted at the target"
+            )
+        elif ratio > 1.0:
+            for name in groups.missing:
+                metrics[name] = PodSample(0)
+            calc.notes.append(f"scale-up: {len(groups.missing)} pod(s) without metrics counted at 0")
+    if scale_up_with_unready:
+        for name in groups.unready:
+            metrics[name] = PodSample(0)
+        calc.notes.append(f"scale-up: {len(groups.unready)} unready pod(s) counted at 0")
+    new_ratio, _ = _usage_ratio(metrics, target)
+    return _second_pass(calc, current, ratio, new_ratio, len(metrics), tol)
+
+
+def usage_ratio_replicas(ctx: PodContext, current: int, ratio: float, tol: Tolerances, calc: Calc) -> Calc:
+    """Object/External Value targets: the ratio times the ready pods (or ceil(ratio) from 0)."""
+    calc.ratio = ratio
+    if current != 0:
+        if tol.within(ratio):
+            calc.replicas = current
+            calc.notes.append(f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {current}")
+            return calc
+        if not ctx.pods:
+            raise CalcError(
+                "unable to calculate ready pods: no pods returned by selector while calculating replica count"
+            )
+        ready = ready_pod_count(ctx.pods)
+        calc.ready_pods = ready
+        product = ratio * ready
+        calc.replicas = INT32_MAX if product > INT32_MAX else go_int32(math.ceil(product))
+        calc.notes.append(f"ceil({ratio:.4g} x {ready} ready pods) = {calc.replicas}")
+    else:
+        calc.replicas = go_int32(math.ceil(ratio))
+        calc.notes.append(f"from zero replicas: ceil({ratio:.4g}) = {calc.replicas}")
+    return calc
+
+
+def per_pod_replicas(status_replicas: int, usage: int, target: int, tol: Tolerances) -> Calc:
+    """Object/External AverageValue targets: total divided by the per-pod target."""
+    ratio = go_fdiv(usage, target * status_replicas)
+    calc = Calc(status_replicas, ratio=ratio)
+    if not tol.within(ratio):
+        wanted = math.ceil(go_fdiv(usage, target)) if not math.isnan(go_fdiv(usage, target)) else math.nan
+        calc.replicas = INT32_MAX if wanted > INT32_MAX else go_int32(wanted)
+        calc.notes.append(
+            f"ratio {ratio:.4g} outside {tol.band()}: ceil(total / per-pod target) = {calc.replicas}"
+        )
+    else:
+        calc.notes.append(
+            f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {status_replicas}"
+        )
+    if usage >= INT64_MAX:
+        calc.usage = INT64_MAX
+    else:
+        avg = go_fdiv(usage, status_replicas)
+        calc.usage = go_int64(math.ceil(avg)) if math.isfinite(avg) else go_int64(avg)
+    return calc
+
+
+def sum_capped(values: list[int]) -> int:
+    """Sum of External series, capped at MaxInt64 on overflow as upstream does."""
+    total = 0
+    for v in values:
+        if v > 0 and total > INT64_MAX - v:
+            return INT64_MAX
+        total += v
+    return total

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Build (once, cached by version outside the repository) every real component the local
+# control plane needs: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
+# etcd, kwok, helm -- from the Go module proxy -- plus Debian's Prometheus.
+#
+# Why wrapper modules: k8s.io/kubernetes and etcd's server module replace their sibling
+# modules with relative paths, so `go install pkg@version` refuses them. A throwaway module
+# that requires the real module and maps each replaced sibling to its published version
+# builds the same code. The list of siblings is read from upstream's go.mod, not hard-coded.
+#
+# Usage: hack/build-tools.sh            builds what is missing, prints the bin directory last
+# Env:   PROMHPA_CACHE (default ~/.cache/promhpa)
+set -euo pipefail
+
+K8S_VERSION=v1.36.3
+ETCD_VERSION=v3.6.14
+KWOK_VERSION=v0.8.0
+HELM_VERSION=v3.21.4
+
+CACHE=${PROMHPA_CACHE:-$HOME/.cache/promhpa}
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false"
+# Only the Go module proxy is reachable: never fall back to direct VCS fetches.
+export GOPROXY=${GOPROXY:-https://proxy.golang.org}
+[[ "$GOPROXY" == *direct* ]] && export GOPROXY=https://proxy.golang.org
+export GONOSUMDB= GOFLAGS
+
+log() { printf '[build-tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+step() {  # step NAME CHECK_FILE FUNCTION: run FUNCTION unless CHECK_FILE exists, timing it
+  local name=$1 check=$2 fn=$3 t0
+  if [[ -x "$check" || -f "$check" ]]; then log "$name: cached ($check)"; return; fi
+  log "$name: building ..."
+  t0=$(date +%s)
+  "$fn"
+  log "$name: done in $(( $(date +%s) - t0 ))s"
+}
+
+# A wrapper go.mod: require MODULE@VERSION, and replace each sibling that upstream's go.mod
+# points at a local path with SIBLING_VERSION of the published module.
+make_wrapper() {  # dir module version sibling_version
+  local dir=$1 mod=$2 ver=$3 sibver=$4 gomod
+  rm -rf "$dir"; mkdir -p "$dir"
+  gomod=$(go mod download -json "$mod@$ver" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+  {
+    echo "module promhpa.local/wrapper"
+    echo
+    grep -E '^go [0-9]' "$gomod" | head -1
+    echo
+    echo "require $mod $ver"
+    echo
+    # "X => ./relative/path" or "X v0.0.0 => ../path" lines, inside or outside a replace block
+    python3 - "$gomod" "$sibver" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+# Only siblings upstream actually requires: etcd also "replaces" modules it forbids.
+required = set(re.findall(r'^\s*(?:require\s+)?(\S+)\s+v\S+(?:\s*//.*)?$', text, re.M))
+seen = set()
+for m in re.finditer(r'^\s*(?:replace\s+)?(\S+)(?:\s+v\S+)?\s+=>\s+(\.\.?/\S*)\s*$', text, re.M):
+    mod = m.group(1)
+    if mod in required and mod not in seen:
+        seen.add(mod)
+        print(f"replace {mod} => {mod} {sys.argv[2]}")
+PY
+  } > "$dir/go.mod"
+  echo 'package wrapper' > "$dir/doc.go"
+}
+
+build_k8s() {
+  local w="$CACHE/work/k8s-$K8S_VERSION" out="$CACHE/bin/k8s-$K8S_VERSION"
+  make_wrapper "$w" k8s.io/kubernetes "$K8S_VERSION" "v0${K8S_VERSION#v1}"
+  local minor; minor=$(echo "$K8S_VERSION" | cut -d. -f2)
+  local ld=""
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  mkdir -p "$out.tmp"
+  (cd "$w" && go build -trimpath -ldflags "-s -w $ld" -o "$out.tmp/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
+build_etcd() {
+  local w="$CACHE/work/etcd-$ETCD_VERSION" out="$CACHE/bin/etcd-$ETCD_VERSION"
+  make_wrapper "$w" go.etcd.io/etcd/server/v3 "$ETCD_VERSION" "$ETCD_VERSION"
+  mkdir -p "$out.tmp"
+  (cd "$w" && go build -trimpath -ldflags "-s -w" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3)
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
+build_kwok() {
+  local out="$CACHE/bin/kwok-$KWOK_VERSION"
+  mkdir -p "$out.tmp"
+  GOBIN="$out.tmp" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  # The stage files (node/pod lifecycle) ship inside the module.
+  local src; src=$(go list -m -json "sigs.k8s.io/kwok@$KWOK_VERSION" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("Dir",""))' || true)
+  [[ -n "$src" ]] || src=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  cp -r "$src/kustomize/stage" "$out.tmp/stage"; chmod -R u+w "$out.tmp/stage"
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
+build_helm() {
+  local out="$CACHE/bin/helm-$HELM_VERSION"
+  mkdir -p "$out.tmp"
+  GOBIN="$out.tmp" go install -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+      "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
+get_prometheus() {
+  local out="$CACHE/bin/prometheus-debian" tmp; tmp=$(mktemp -d)
+  (cd "$tmp" && { apt-get download prometheus >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get download prometheus >/dev/null; }; } \
+     && dpkg-deb -x prometheus_*.deb root)
+  mkdir -p "$out.tmp"
+  cp "$tmp/root/usr/bin/prometheus" "$tmp/root/usr/bin/promtool" "$out.tmp/"
+  rm -rf "$tmp" "$out"; mv "$out.tmp" "$out"
+}
+
+mkdir -p "$CACHE/bin" "$CACHE/work"
+only=${1:-all}
+[[ $only == all || $only == prometheus ]] && step "prometheus (Debian)" "$CACHE/bin/prometheus-debian/prometheus" get_prometheus
+[[ $only == all || $only == etcd ]] && step "etcd $ETCD_VERSION" "$CACHE/bin/etcd-$ETCD_VERSION/etcd" build_etcd
+[[ $only == all || $only == kwok ]] && step "kwok $KWOK_VERSION" "$CACHE/bin/kwok-$KWOK_VERSION/kwok" build_kwok
+[[ $only == all || $only == helm ]] && step "helm $HELM_VERSION" "$CACHE/bin/helm-$HELM_VERSION/helm" build_helm
+[[ $only == all || $only == k8s ]] && step "kubernetes $K8S_VERSION (4 binaries)" "$CACHE/bin/k8s-$K8S_VERSION/kube-apiserver" build_k8s
+echo "$CACHE/bin"
