@@ -196,7 +196,9 @@ def parse(text: str) -> Selector:
                 reqs.append(Requirement(key, op, (toks[i],)))
                 i += 1
             else:
-                expect(False, "an operator (=, ==, !=, in, notin, >, <) or ','")
+                raise SelectorError(
+                    f"unable to parse requirement: found {toks[i]!r}, expected: in, notin, =, ==, !=, gt, lt"
+                )
         if i < len(toks):
             expect(toks[i] == ",", "','")
             i += 1

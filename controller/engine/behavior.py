@@ -15,12 +15,11 @@ windows do not; an event counts toward a period only when strictly newer than it
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from .model import Recommendation, ScaleEvent, ScalingPolicy, ScalingRules
-from .replica_calculator import INT32_MAX, INT32_MIN, go_int32
+from .replica_calculator import INT32_MAX, INT32_MIN, fceil, go_int32
 
 
 @dataclass
@@ -177,7 +176,7 @@ def scale_up_limit(
             proposed = start + p.value
         elif p.type == "Percent":
             # rounded up, or a small percentage could never add a replica
-            proposed = go_int32(math.ceil(float(start) * (1 + float(p.value) / 100)))
+            proposed = go_int32(fceil(float(start) * (1 + float(p.value) / 100)))
         else:
             proposed = 0  # upstream leaves an unknown policy type's proposal at its zero value
         _note(notes, p, start, current, proposed)

@@ -27,6 +27,11 @@ def go_int32(x: float) -> int:
     return int(x)
 
 
+def fceil(x: float) -> float:
+    """math.Ceil: ±Inf and NaN pass through (Python's math.ceil would raise)."""
+    return x if not math.isfinite(x) else float(math.ceil(x))
+
+
 def go_int64(x: float) -> int:
     if math.isnan(x) or x >= 2**63 or x < -(2**63):
         return INT64_MIN
@@ -44,7 +49,7 @@ def go_fdiv(a: float, b: float) -> float:
     if b == 0:
         if a == 0 or math.isnan(a):
             return math.nan
-        return math.copysign(math.inf, a) * (1 if math.copysign(1, b) > 0 else -1)
+        return math.copysign(math.inf, a)
     return a / b
 
 
@@ -144,7 +149,7 @@ def resource_utilization(
         if tol.within(ratio):
             calc.notes.append(f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {current}")
             return calc
-        calc.replicas = go_int32(math.ceil(ratio * groups.ready_count))
+        calc.replicas = go_int32(fceil(ratio * groups.ready_count))
         calc.notes.append(f"ceil({ratio:.4g} x {groups.ready_count} ready pods) = {calc.replicas}")
         return calc
     if groups.missing:
@@ -175,7 +180,7 @@ def _second_pass(
         why = "within the tolerance band" if tol.within(new_ratio) else "would reverse the direction"
         calc.notes.append(f"recomputed ratio {new_ratio:.4g} {why} {tol.band()}: keep {current}")
         return calc
-    proposal = go_int32(math.ceil(new_ratio * counted))
+    proposal = go_int32(fceil(new_ratio * counted))
     if (new_ratio < 1.0 and proposal > current) or (new_ratio > 1.0 and proposal < current):
         calc.notes.append(
             f"ceil({new_ratio:.4g} x {counted}) = {proposal} would move the wrong way: keep {current}"
@@ -204,7 +209,7 @@ def plain_average(
         if tol.within(ratio):
             calc.notes.append(f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {current}")
             return calc
-        calc.replicas = go_int32(math.ceil(ratio * groups.ready_count))
+        calc.replicas = go_int32(fceil(ratio * groups.ready_count))
         calc.notes.append(f"ceil({ratio:.4g} x {groups.ready_count} ready pods) = {calc.replicas}")
         return calc
     if groups.missing:
@@ -241,10 +246,10 @@ def usage_ratio_replicas(ctx: PodContext, current: int, ratio: float, tol: Toler
         ready = ready_pod_count(ctx.pods)
         calc.ready_pods = ready
         product = ratio * ready
-        calc.replicas = INT32_MAX if product > INT32_MAX else go_int32(math.ceil(product))
+        calc.replicas = INT32_MAX if product > INT32_MAX else go_int32(fceil(product))
         calc.notes.append(f"ceil({ratio:.4g} x {ready} ready pods) = {calc.replicas}")
     else:
-        calc.replicas = go_int32(math.ceil(ratio))
+        calc.replicas = go_int32(fceil(ratio))
         calc.notes.append(f"from zero replicas: ceil({ratio:.4g}) = {calc.replicas}")
     return calc
 
@@ -254,7 +259,7 @@ def per_pod_replicas(status_replicas: int, usage: int, target: int, tol: Toleran
     ratio = go_fdiv(usage, target * status_replicas)
     calc = Calc(status_replicas, ratio=ratio)
     if not tol.within(ratio):
-        wanted = math.ceil(go_fdiv(usage, target)) if not math.isnan(go_fdiv(usage, target)) else math.nan
+        wanted = fceil(go_fdiv(usage, target))
         calc.replicas = INT32_MAX if wanted > INT32_MAX else go_int32(wanted)
         calc.notes.append(
             f"ratio {ratio:.4g} outside {tol.band()}: ceil(total / per-pod target) = {calc.replicas}"
@@ -267,7 +272,7 @@ def per_pod_replicas(status_replicas: int, usage: int, target: int, tol: Toleran
         calc.usage = INT64_MAX
     else:
         avg = go_fdiv(usage, status_replicas)
-        calc.usage = go_int64(math.ceil(avg)) if math.isfinite(avg) else go_int64(avg)
+        calc.usage = go_int64(fceil(avg))
     return calc
 
 

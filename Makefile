@@ -1,0 +1,39 @@
+# promhpa -- one command to set up and run each job on a fresh machine.
+#   make test   virtualenv + install + ruff + mypy + import contracts + the whole test suite
+#   make demo   virtualenv + install + decide the example snapshots with explanations
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: venv lint test demo conformance cluster-tools clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/pytest
+
+conformance: venv
+	$(BIN)/python ../shared/conformance/run.py ../shared/conformance/hpa
+
+demo: venv
+	$(BIN)/python -m controller decide --explain docs/examples/*.yaml
+
+# Builds (once, cached in ~/.cache/promhpa) the real control-plane binaries the cluster tests use.
+cluster-tools:
+	hack/build-tools.sh
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

@@ -1,0 +1,18 @@
+"""Test-wide fixtures: where the shared conformance material lives."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFORMANCE = Path(os.environ.get("PROMHPA_CONFORMANCE", ROOT.parent / "shared" / "conformance"))
+
+
+@pytest.fixture(scope="session")
+def conformance_dir() -> Path:
+    if not (CONFORMANCE / "hpa").is_dir():
+        pytest.skip(f"conformance cases not found at {CONFORMANCE} (set PROMHPA_CONFORMANCE)")
+    return CONFORMANCE

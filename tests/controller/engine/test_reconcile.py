@@ -1,0 +1,172 @@
+"""One reconcile end to end: branches, conditions, events, status and history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.engine import decide, parse_snapshot
+
+from .builders import NOW, cpu_metric, external_metric, pod_metrics, snapshot
+
+
+def run(**kw: Any) -> Any:
+    return decide(parse_snapshot(snapshot(**kw)))
+
+
+def conditions(d: Any) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in d.status.get("conditions", [])}
+
+
+def hot(n: int) -> list[dict[str, Any]]:
+    return [pod_metrics(f"web-{i}", "1") for i in range(n)]
+
+
+def test_first_sight_records_current_replicas_so_a_restart_cannot_scale_down_at_once() -> None:
+    d = run(current=5, pod_metrics_=[pod_metrics(f"web-{i}", "100m") for i in range(5)], history={})
+    assert (d.desired_replicas, d.rescale) == (5, False)
+    assert conditions(d)["AbleToScale"] == ("True", "ScaleDownStabilized")
+    assert d.history.recommendations is not None
+    assert len(d.history.recommendations) == 2
+
+
+def test_zero_replicas_is_maintenance_mode() -> None:
+    d = run(current=0, pods=[])
+    assert (d.desired_replicas, d.rescale) == (0, False)
+    assert conditions(d)["ScalingActive"] == ("False", "ScalingDisabled")
+
+
+def test_above_max_scales_to_max_without_metrics() -> None:
+    d = run(current=12, max_replicas=10)
+    assert (d.desired_replicas, d.rescale) == (10, True)
+    assert d.events[0].message == "New size: 10; reason: Current number of replicas above Spec.MaxReplicas"
+    assert "currentMetrics" not in d.status
+
+
+def test_below_min_scales_to_min_without_metrics() -> None:
+    d = run(current=1, min_replicas=3)
+    assert (d.desired_replicas, d.events[0].reason) == (3, "SuccessfulRescale")
+
+
+def test_failed_metric_with_a_scale_up_still_scales() -> None:
+    d = run(
+        metrics=[cpu_metric(50), external_metric(average="1")],
+        pod_metrics_=hot(3),
+        metricErrors=[{"source": "External", "name": "qps", "message": "boom"}],
+    )
+    assert d.desired_replicas == 6
+    assert conditions(d)["ScalingActive"] == ("True", "ValidMetricFound")
+    assert d.status["currentMetrics"][1] == {"type": ""}
+    assert [e.reason for e in d.events] == ["FailedGetExternalMetric", "SuccessfulRescale"]
+
+
+def test_failed_metric_never_allows_a_scale_down() -> None:
+    d = run(
+        metrics=[cpu_metric(50), external_metric(average="1")],
+        pod_metrics_=[pod_metrics(f"web-{i}", "10m") for i in range(3)],
+        metricErrors=[{"source": "External", "name": "qps", "message": "boom"}],
+    )
+    assert (d.desired_replicas, d.rescale) == (3, False)
+    assert conditions(d)["ScalingActive"] == ("False", "FailedGetExternalMetric")
+    assert d.events[-1].reason == "FailedComputeMetricsReplicas"
+    assert d.events[-1].message.startswith("invalid metrics (1 invalid out of 2), first error is: ")
+
+
+def test_unknown_metric_type_is_decided_not_refused() -> None:
+    d = run(metrics=[{"type": "CheddarCheese"}])
+    assert conditions(d)["ScalingActive"] == ("False", "InvalidMetricSourceType")
+    assert d.error == "spec"
+
+
+def test_missing_selector_is_invalid_selector() -> None:
+    snap = snapshot()
+    snap["scale"]["status"]["selector"] = ""
+    d = decide(parse_snapshot(snap))
+    assert conditions(d)["ScalingActive"] == ("False", "InvalidSelector")
+    assert [e.reason for e in d.events] == ["SelectorRequired", "FailedComputeMetricsReplicas"]
+
+
+def test_unparsable_selector_is_invalid_selector() -> None:
+    snap = snapshot()
+    snap["scale"]["status"]["selector"] = "cheddar cheese"
+    d = decide(parse_snapshot(snap))
+    assert conditions(d)["ScalingActive"] == ("False", "InvalidSelector")
+    assert "couldn't convert selector" in d.status["conditions"][1]["message"]
+
+
+def test_failed_get_scale_keeps_everything_and_says_why() -> None:
+    snap = snapshot()
+    del snap["scale"]
+    snap["scaleError"] = 'deployments.apps "web" not found'
+    d = decide(parse_snapshot(snap))
+    assert conditions(d)["AbleToScale"] == ("False", "FailedGetScale")
+    assert d.events[0].reason == "FailedGetScale"
+    assert d.rescale is False
+
+
+def test_failed_scale_write_reports_failed_update_scale() -> None:
+    d = run(pod_metrics_=hot(3), scaleUpdateError="conflict")
+    assert conditions(d)["AbleToScale"] == ("False", "FailedUpdateScale")
+    assert (
+        d.events[-1].message == "New size: 6; reason: cpu resource utilization (percentage of request) "
+        "above target; error: conflict"
+    )
+    assert d.history.scale_up_events == ()
+
+
+def test_rescale_sets_last_scale_time_and_records_a_scale_event_with_behavior() -> None:
+    d = run(pod_metrics_=hot(3), behavior={})
+    assert d.status["lastScaleTime"] == NOW
+    assert [(e.replica_change) for e in d.history.scale_up_events] == [3]
+
+
+def test_condition_transition_time_moves_only_when_status_changes() -> None:
+    old = [
+        {
+            "type": "AbleToScale",
+            "status": "True",
+            "lastTransitionTime": "2025-01-01T00:00:00Z",
+            "reason": "ReadyForNewScale",
+            "message": "x",
+        }
+    ]
+    d = run(pod_metrics_=hot(3), conditions=old)
+    assert d.status["conditions"][0]["lastTransitionTime"] == "2025-01-01T00:00:00Z"
+
+
+def test_scale_to_zero_records_scaled_to_zero_with_an_external_metric() -> None:
+    d = run(
+        current=2,
+        min_replicas=0,
+        metrics=[external_metric(average="5")],
+        external=[("qps", "0")],
+        behavior={},
+        controller={"featureGates": {"HPAScaleToZero": True}},
+    )
+    assert (d.desired_replicas, conditions(d)["ScaledToZero"]) == (0, ("True", "ScaledToZero"))
+
+
+def test_scaled_to_zero_target_wakes_up_on_its_external_metric() -> None:
+    cond = [{"type": "ScaledToZero", "status": "True", "reason": "ScaledToZero", "message": "x"}]
+    d = run(
+        current=0,
+        pods=[],
+        min_replicas=0,
+        metrics=[external_metric(value="5")],
+        external=[("qps", "12")],
+        controller={"featureGates": {"HPAScaleToZero": True}},
+        conditions=cond,
+    )
+    assert (d.desired_replicas, conditions(d)["ScaledToZero"]) == (3, ("False", "NotScaledToZero"))
+
+
+def test_scaled_to_zero_condition_is_removed_when_the_gate_is_off() -> None:
+    cond = [{"type": "ScaledToZero", "status": "True", "reason": "ScaledToZero", "message": "x"}]
+    d = run(pod_metrics_=hot(3), conditions=cond)
+    assert "ScaledToZero" not in conditions(d)
+
+
+def test_default_metric_is_cpu_at_80_percent() -> None:
+    snap = snapshot(pod_metrics_=hot(3))
+    del snap["hpa"]["spec"]["metrics"]
+    d = decide(parse_snapshot(snap))
+    assert d.desired_replicas == 4  # 100% against 80%: ceil(1.25 * 3)

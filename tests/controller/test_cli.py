@@ -1,0 +1,138 @@
+"""``python -m controller decide``: output format, malformed input, --explain, --chain."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.controller.engine.builders import pod_metrics, snapshot
+
+
+def decide(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "controller", "decide", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def write(tmp_path: Path, name: str, data: Any) -> str:
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump(data) if name.endswith(".yaml") else json.dumps(data))
+    return str(p)
+
+
+def hot_snapshot(**kw: Any) -> dict[str, Any]:
+    return snapshot(pod_metrics_=[pod_metrics(f"web-{i}", "1") for i in range(3)], **kw)
+
+
+def test_decide_prints_one_json_line_per_snapshot_in_order(tmp_path: Path) -> None:
+    a = write(tmp_path, "a.yaml", hot_snapshot())
+    b = write(tmp_path, "b.json", snapshot(current=12, max_replicas=10))
+    proc = decide(a, b)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [d["desiredReplicas"] for d in lines] == [6, 10]
+    assert set(lines[0]) == {"desiredReplicas", "rescale", "status", "events", "history"}
+
+
+def test_decide_reads_stdin() -> None:
+    proc = decide("-", stdin=json.dumps(hot_snapshot()))
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["desiredReplicas"] == 6
+
+
+def test_malformed_quantity_names_file_and_field(tmp_path: Path) -> None:
+    bad = hot_snapshot()
+    bad["pods"][1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "5 cores"
+    path = write(tmp_path, "bad.yaml", bad)
+    proc = decide(path)
+    assert proc.returncode == 2
+    assert f"{path}: pods[1].spec.containers[0].resources.requests.cpu: invalid quantity" in proc.stderr
+
+
+def test_missing_now_is_malformed(tmp_path: Path) -> None:
+    bad = hot_snapshot()
+    del bad["now"]
+    proc = decide(write(tmp_path, "nonow.yaml", bad))
+    assert proc.returncode == 2
+    assert "now: is required" in proc.stderr
+
+
+def test_missing_scale_and_scale_error_is_malformed(tmp_path: Path) -> None:
+    bad = hot_snapshot()
+    del bad["scale"]
+    proc = decide(write(tmp_path, "noscale.yaml", bad))
+    assert proc.returncode == 2
+    assert "scale: is required" in proc.stderr
+
+
+def test_list_where_an_object_belongs_is_malformed(tmp_path: Path) -> None:
+    bad = hot_snapshot()
+    bad["hpa"]["spec"] = []
+    proc = decide(write(tmp_path, "list.yaml", bad))
+    assert proc.returncode == 2
+    assert "hpa.spec: must be an object, got a list" in proc.stderr
+
+
+def test_bad_time_is_malformed(tmp_path: Path) -> None:
+    bad = hot_snapshot()
+    bad["history"] = {"recommendations": [{"replicas": 2, "timestamp": "yesterday"}]}
+    proc = decide(write(tmp_path, "time.yaml", bad))
+    assert proc.returncode == 2
+    assert "history.recommendations[0].timestamp: invalid time" in proc.stderr
+
+
+def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
+    p = tmp_path / "broken.yaml"
+    p.write_text("now: x\nhpa: [unclosed\n")
+    proc = decide(str(p))
+    assert proc.returncode == 2
+    assert "line" in proc.stderr
+    assert "broken.yaml" in proc.stderr
+
+
+def test_malformed_snapshot_does_not_stop_the_others(tmp_path: Path) -> None:
+    good = write(tmp_path, "good.yaml", hot_snapshot())
+    proc = decide(str(tmp_path / "missing.yaml"), good)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 2
+    assert len(lines) == 2
+    assert "error" in json.loads(lines[0])
+    assert json.loads(lines[1])["desiredReplicas"] == 6
+
+
+def test_explain_tells_the_story_of_a_decision(tmp_path: Path) -> None:
+    proc = decide("--explain", write(tmp_path, "a.yaml", hot_snapshot()))
+    assert proc.returncode == 0
+    text = proc.stdout
+    assert "pods: 3 ready, 0 unready, 0 missing, 0 ignored" in text
+    assert "ceil(2 x 3 ready pods) = 6" in text
+    assert "Result: rescale 3 -> 6" in text
+
+
+def test_chain_feeds_history_to_the_next_snapshot(tmp_path: Path) -> None:
+    first = hot_snapshot(history={})
+    second = snapshot(
+        pod_metrics_=[pod_metrics(f"web-{i}", "100m") for i in range(3)], now="2026-01-01T12:01:00Z"
+    )
+    del second["history"]
+    a, b = write(tmp_path, "a.yaml", first), write(tmp_path, "b.yaml", second)
+    chained = [json.loads(x) for x in decide("--chain", a, b).stdout.splitlines()]
+    # the 6 recommended a minute earlier is inside the 5m window, so the drop to 1 is held
+    assert chained[1]["desiredReplicas"] == 6
+    assert chained[1]["status"]["conditions"][0]["reason"] == "SucceededRescale"
+    assert [r["replicas"] for r in chained[1]["history"]["recommendations"]] == [3, 6, 1]
+    unchained = [json.loads(x) for x in decide(a, b).stdout.splitlines()]
+    assert unchained[1]["history"]["recommendations"] == [
+        {"replicas": 3, "timestamp": "2026-01-01T12:01:00Z"},
+        {"replicas": 1, "timestamp": "2026-01-01T12:01:00Z"},
+    ]

@@ -1,0 +1,58 @@
+"""Upstream's answers, case by case: every snapshot under ../shared/conformance/hpa.
+
+Each case is decided in-process by the same engine ``decide`` uses, and compared with the
+checker that ships beside the cases (so the comparison rules are the material's, not ours).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+from controller.engine import decide, parse_snapshot
+from tests.conftest import CONFORMANCE
+
+CASES = sorted((CONFORMANCE / "hpa").rglob("*.yaml")) if (CONFORMANCE / "hpa").is_dir() else []
+
+
+def _checker() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("conformance_run", CONFORMANCE / "run.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("conformance_run", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.conformance
+@pytest.mark.skipif(not CASES, reason="no conformance cases found (../shared/conformance/hpa)")
+@pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_upstream_conformance_case(case: Path) -> None:
+    data: dict[str, Any] = yaml.safe_load(case.read_text())
+    out = decide(parse_snapshot(data)).to_wire()
+    why = _checker().check(data.get("expect") or {}, out)
+    assert why is None, f"{case.name}: {why}"
+
+
+@pytest.mark.conformance
+@pytest.mark.skipif(not CASES, reason="no conformance cases found (../shared/conformance/hpa)")
+def test_conformance_runner_reports_zero_failures(conformance_dir: Path) -> None:
+    """The material's own runner, through the real CLI, in one process for all cases."""
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, str(conformance_dir / "run.py"), str(conformance_dir / "hpa")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1].endswith(" 0 failed")

@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import pytest
+
+from shared.selectors import SelectorError, from_label_selector, go_label_selector_string, parse
+
+LABELS = {"app": "web", "tier": "front", "version": "3"}
+
+
+@pytest.mark.parametrize(
+    ("text", "matches"),
+    [
+        ("", True),
+        ("app=web", True),
+        ("app==web", True),
+        ("app!=web", False),
+        ("app=db", False),
+        ("app in (web,db)", True),
+        ("app notin (web,db)", False),
+        ("tier", True),
+        ("!tier", False),
+        ("!missing", True),
+        ("app=web,tier=front", True),
+        ("app=web, tier=back", False),
+        ("version>2", True),
+        ("version<3", False),
+        ("missing!=x", True),
+        ("app in (db)", False),
+    ],
+)
+def test_string_selectors_match_like_apimachinery(text: str, matches: bool) -> None:
+    assert parse(text).matches(LABELS) is matches
+
+
+@pytest.mark.parametrize(
+    "text", ["cheddar cheese", "app=", "=web", "app in web", "app in ()", "a,", "Bad Key=x", "app=in valid"]
+)
+def test_bad_selectors_raise_errors_naming_the_problem(text: str) -> None:
+    if text == "app=":  # an empty value is valid
+        assert parse(text).matches({"app": ""})
+        return
+    with pytest.raises(SelectorError):
+        parse(text)
+
+
+def test_unparsable_selector_error_reads_like_upstream() -> None:
+    with pytest.raises(SelectorError, match="found 'cheese', expected: in, notin"):
+        parse("cheddar cheese")
+
+
+def test_label_selector_objects() -> None:
+    sel = from_label_selector(
+        {
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [
+                {"key": "tier", "operator": "In", "values": ["front"]},
+                {"key": "gone", "operator": "DoesNotExist"},
+            ],
+        }
+    )
+    assert sel.matches(LABELS)
+    assert not sel.matches({"app": "web", "tier": "back"})
+
+
+def test_nil_label_selector_selects_nothing_and_empty_selects_everything() -> None:
+    assert not from_label_selector(None).matches(LABELS)
+    assert from_label_selector({}).matches(LABELS)
+
+
+def test_invalid_label_selector_operator() -> None:
+    with pytest.raises(SelectorError, match="not a valid label selector operator"):
+        from_label_selector({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]})
+
+
+def test_go_string_form_matches_upstream_messages() -> None:
+    assert go_label_selector_string({}) == (
+        "&LabelSelector{MatchLabels:map[string]string{},MatchExpressions:[]LabelSelectorRequirement{},}"
+    )
+    assert go_label_selector_string({"matchLabels": {"b": "2", "a": "1"}}) == (
+        "&LabelSelector{MatchLabels:map[string]string{a: 1,b: 2,},"
+        "MatchExpressions:[]LabelSelectorRequirement{},}"
+    )
+    assert go_label_selector_string(None) == "nil"
