@@ -177,8 +177,8 @@ def parse_settings(r: _Reader) -> Settings:
     g = r.obj("featureGates")
     return Settings(
         tolerance=r.number("tolerance", d.tolerance),
-        cpu_initialization_period=r.duration("cpuInitializationPeriod") or d.cpu_initialization_period,
-        initial_readiness_delay=r.duration("initialReadinessDelay") or d.initial_readiness_delay,
+        cpu_initialization_period=_nonnull(r.duration("cpuInitializationPeriod"), d.cpu_initialization_period),
+        initial_readiness_delay=_nonnull(r.duration("initialReadinessDelay"), d.initial_readiness_delay),
         downscale_stabilization_window=_nonnull(
             r.duration("downscaleStabilizationWindow"), d.downscale_stabilization_window
         ),
