@@ -177,7 +177,9 @@ def parse_settings(r: _Reader) -> Settings:
     g = r.obj("featureGates")
     return Settings(
         tolerance=r.number("tolerance", d.tolerance),
-        cpu_initialization_period=_nonnull(r.duration("cpuInitializationPeriod"), d.cpu_initialization_period),
+        cpu_initialization_period=_nonnull(
+            r.duration("cpuInitializationPeriod"), d.cpu_initialization_period
+        ),
         initial_readiness_delay=_nonnull(r.duration("initialReadinessDelay"), d.initial_readiness_delay),
         downscale_stabilization_window=_nonnull(
             r.duration("downscaleStabilizationWindow"), d.downscale_stabilization_window

@@ -10,6 +10,7 @@ tolerance band) for ``decide --explain``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -144,32 +145,61 @@ def resource_utilization(
         raise CalcError(str(e)) from None
     ratio, utilization, raw = _utilization_ratio(metrics, requests, target)
     calc = Calc(current, utilization, raw, ratio=ratio, groups=groups)
-    scale_up_with_unready = bool(groups.unready) and ratio > 1.0
-    if not scale_up_with_unready and not groups.missing:
-        if tol.within(ratio):
-            calc.notes.append(f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {current}")
-            return calc
+    fallback = max(100, target)
+    if not _first_pass_decides(calc, current, ratio, groups, tol):
+        _count_conservatively(
+            calc,
+            metrics,
+            groups,
+            ratio,
+            lambda name: go_div(requests[name] * fallback, 100),
+            f"{fallback}% of request",
+        )
+        new_ratio, _, _ = _utilization_ratio(metrics, requests, target)
+        _second_pass(calc, current, ratio, new_ratio, len(metrics), tol)
+    return calc
+
+
+def _first_pass_decides(calc: Calc, current: int, ratio: float, groups: PodGroups, tol: Tolerances) -> bool:
+    """With no missing pods (and no unready ones on the way up) the first ratio decides alone."""
+    if (groups.unready and ratio > 1.0) or groups.missing:
+        return False
+    if tol.within(ratio):
+        calc.notes.append(f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {current}")
+    else:
         calc.replicas = go_int32(fceil(ratio * groups.ready_count))
         calc.notes.append(f"ceil({ratio:.4g} x {groups.ready_count} ready pods) = {calc.replicas}")
-        return calc
+    return True
+
+
+def _count_conservatively(
+    calc: Calc,
+    metrics: dict[str, PodSample],
+    groups: PodGroups,
+    ratio: float,
+    scale_down_value: Callable[[str], int],
+    scale_down_text: str,
+) -> None:
+    """Fill in the pods the first pass left out, in the direction that dampens the change.
+
+    Scaling down, a pod without metrics is assumed busy (``scale_down_value``); scaling up,
+    it and any unready pod are assumed idle. So missing data can only slow a change down.
+    """
     if groups.missing:
         if ratio < 1.0:
-            fallback = max(100, target)
             for name in groups.missing:
-                metrics[name] = PodSample(go_div(requests[name] * fallback, 100))
+                metrics[name] = PodSample(scale_down_value(name))
             calc.notes.append(
-                f"scale-down: {len(groups.missing)} pod(s) without metrics counted at {fallback}% of request"
+                f"scale-down: {len(groups.missing)} pod(s) without metrics counted at {scale_down_text}"
             )
         elif ratio > 1.0:
             for name in groups.missing:
                 metrics[name] = PodSample(0)
-            calc.notes.append(f"scale-up: {len(groups.missing)} pod(s) without metrics counted at 0%")
-    if scale_up_with_unready:
+            calc.notes.append(f"scale-up: {len(groups.missing)} pod(s) without metrics counted at 0")
+    if groups.unready and ratio > 1.0:
         for name in groups.unready:
             metrics[name] = PodSample(0)
-        calc.notes.append(f"scale-up: {len(groups.unready)} unready pod(s) counted at 0%")
-    new_ratio, _, _ = _utilization_ratio(metrics, requests, target)
-    return _second_pass(calc, current, ratio, new_ratio, len(metrics), tol)
+        calc.notes.append(f"scale-up: {len(groups.unready)} unready pod(s) counted at 0")
 
 
 def _second_pass(
@@ -204,31 +234,11 @@ def plain_average(
     groups = _grouped(ctx, metrics, resource)
     ratio, usage = _usage_ratio(metrics, target)
     calc = Calc(current, usage, ratio=ratio, groups=groups)
-    scale_up_with_unready = bool(groups.unready) and ratio > 1.0
-    if not scale_up_with_unready and not groups.missing:
-        if tol.within(ratio):
-            calc.notes.append(f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {current}")
-            return calc
-        calc.replicas = go_int32(fceil(ratio * groups.ready_count))
-        calc.notes.append(f"ceil({ratio:.4g} x {groups.ready_count} ready pods) = {calc.replicas}")
-        return calc
-    if groups.missing:
-        if ratio < 1.0:
-            for name in groups.missing:
-                metrics[name] = PodSample(target)
-            calc.notes.append(
-                f"scale-down: {len(groups.missing)} pod(s) without metrics counted at the target"
-            )
-        elif ratio > 1.0:
-            for name in groups.missing:
-                metrics[name] = PodSample(0)
-            calc.notes.append(f"scale-up: {len(groups.missing)} pod(s) without metrics counted at 0")
-    if scale_up_with_unready:
-        for name in groups.unready:
-            metrics[name] = PodSample(0)
-        calc.notes.append(f"scale-up: {len(groups.unready)} unready pod(s) counted at 0")
-    new_ratio, _ = _usage_ratio(metrics, target)
-    return _second_pass(calc, current, ratio, new_ratio, len(metrics), tol)
+    if not _first_pass_decides(calc, current, ratio, groups, tol):
+        _count_conservatively(calc, metrics, groups, ratio, lambda _: target, "the target")
+        new_ratio, _ = _usage_ratio(metrics, target)
+        _second_pass(calc, current, ratio, new_ratio, len(metrics), tol)
+    return calc
 
 
 def usage_ratio_replicas(ctx: PodContext, current: int, ratio: float, tol: Tolerances, calc: Calc) -> Calc:

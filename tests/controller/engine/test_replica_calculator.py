@@ -184,5 +184,7 @@ def test_zero_cpu_initialization_period_is_honoured_not_defaulted() -> None:
     # started 1m ago, ready 30s ago: with a 0s initialization period the pod is past it and counts
     pods = [pod("web-0", start="2026-01-01T11:59:00Z", transition="2026-01-01T11:59:30Z")]
     controller = {"cpuInitializationPeriod": "0s", "initialReadinessDelay": "0s"}
-    d = run(current=1, pods=pods, metrics=[cpu_metric(50)], pod_metrics_=cpu_usage("1"), controller=controller)
+    d = run(
+        current=1, pods=pods, metrics=[cpu_metric(50)], pod_metrics_=cpu_usage("1"), controller=controller
+    )
     assert d.desired_replicas == 2
