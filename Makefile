@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv lint test demo conformance cluster-tools clean
+.PHONY: venv lint test demo conformance cluster-tools cluster cluster-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,8 @@ lint: venv
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint
+# The cluster tools are built before pytest so a cold build (25-45 min) shows its progress.
+test: lint cluster-tools
 	$(BIN)/pytest
 
 conformance: venv
@@ -33,7 +34,14 @@ demo: venv
 
 # Builds (once, cached in ~/.cache/promhpa) the real control-plane binaries the cluster tests use.
 cluster-tools:
-	hack/build-tools.sh
+	@hack/build-tools.sh >/dev/null
+
+# A real control plane on 127.0.0.1 (state, logs and kubeconfig in .cluster/); returns when ready.
+cluster: venv cluster-tools
+	$(BIN)/python hack/localcluster.py up --dir .cluster
+
+cluster-down: venv
+	$(BIN)/python hack/localcluster.py down --dir .cluster
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

@@ -1,0 +1,84 @@
+"""The local control plane is a real one: scheduling, kwok pods, scale subresources, RBAC."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from localcluster import Cluster
+
+pytestmark = pytest.mark.cluster
+
+
+def wait_for(predicate: object, timeout: float = 30, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def test_fake_nodes_are_ready(cluster: Cluster) -> None:
+    nodes = json.loads(cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    assert {n["metadata"]["name"] for n in nodes} >= {"kwok-node-0", "kwok-node-1", "kwok-node-2"}
+
+
+def test_deployment_pods_are_scheduled_and_become_running_and_ready(cluster: Cluster) -> None:
+    cluster.kubectl("create", "namespace", "cp-test")
+    cluster.kubectl(
+        "-n", "cp-test", "create", "deployment", "web", "--image=example.invalid/web", "--replicas=3"
+    )
+
+    def ready() -> bool:
+        pods = json.loads(cluster.kubectl("-n", "cp-test", "get", "pods", "-o", "json").stdout)["items"]
+        return len(pods) == 3 and all(
+            p["status"].get("phase") == "Running"
+            and any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", []))
+            for p in pods
+        )
+
+    wait_for(ready, what="3 Running and Ready pods")
+
+
+def test_scale_subresource_reports_replicas_and_selector(cluster: Cluster) -> None:
+    cluster.kubectl("create", "namespace", "scale-test")
+    cluster.kubectl(
+        "-n", "scale-test", "create", "deployment", "api", "--image=example.invalid/api", "--replicas=2"
+    )
+    scale = json.loads(
+        cluster.kubectl("get", "--raw", "/apis/apps/v1/namespaces/scale-test/deployments/api/scale").stdout
+    )
+    assert scale["spec"]["replicas"] == 2
+    assert scale["status"]["selector"] == "app=api"
+
+
+def test_builtin_hpa_controller_is_off(cluster: Cluster) -> None:
+    cluster.kubectl("create", "namespace", "hpa-off")
+    cluster.kubectl(
+        "-n", "hpa-off", "create", "deployment", "web", "--image=example.invalid/web", "--replicas=1"
+    )
+    cluster.kubectl("-n", "hpa-off", "autoscale", "deployment", "web", "--min=3", "--max=5", "--cpu=50")
+    time.sleep(3)  # the built-in controller would raise replicas to min at once
+    hpa = json.loads(cluster.kubectl("-n", "hpa-off", "get", "hpa", "web", "-o", "json").stdout)
+    scale = json.loads(
+        cluster.kubectl("get", "--raw", "/apis/apps/v1/namespaces/hpa-off/deployments/web/scale").stdout
+    )
+    assert scale["spec"]["replicas"] == 1
+    assert not hpa.get("status", {}).get("conditions")
+
+
+def test_rbac_denies_a_service_account_without_grants(cluster: Cluster) -> None:
+    out = cluster.kubectl(
+        "auth", "can-i", "list", "pods", "--as=system:serviceaccount:default:default", check=False
+    )
+    assert out.stdout.strip() == "no"
+
+
+def test_prometheus_is_up_on_loopback(cluster: Cluster) -> None:
+    import urllib.request
+
+    assert cluster.prometheus_url.startswith("http://127.0.0.1:")
+    with urllib.request.urlopen(f"{cluster.prometheus_url}/api/v1/status/buildinfo", timeout=5) as r:
+        assert json.loads(r.read())["data"]["version"].startswith("2.")
