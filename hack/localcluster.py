@@ -262,14 +262,32 @@ class Cluster:
         return c
 
     def _alive(self, name: str) -> bool:
+        """Is the process we started under this name still running?
+
+        For our own children the Popen handle is authoritative. For a cluster loaded from
+        state.json (``make cluster-down`` in another shell) the PID must still run the same
+        executable with the same arguments, so a reused PID is never signalled.
+        """
+        proc = self._procs.get(name)
+        if proc is not None:
+            return proc.poll() is None
         pid = self.pids.get(name)
         if not pid:
             return False
         try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            exe = os.readlink(f"/proc/{pid}/exe")
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             return False
-        return cmdline.strip() == self._cmdlines.get(name, "").strip()
+        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+            return False
+        expected = self._cmdlines.get(name, "")
+        same_binary = (
+            exe == expected.split(" ", 1)[0] or exe.removesuffix(" (deleted)") == expected.split(" ", 1)[0]
+        )
+        # cmdline can read empty for an instant around exec; the executable cannot lie
+        return same_binary and (cmdline.strip() in ("", expected.strip()))
 
     def running(self) -> bool:
         return bool(self.pids) and all(self._alive(n) for n in self.pids)

@@ -203,7 +203,8 @@ def parse(text: str) -> Selector:
             expect(toks[i] == ",", "','")
             i += 1
             expect(i < len(toks), "a requirement after ','")
-    return Selector(tuple(reqs))
+    # apimachinery keeps requirements sorted by key; consumers (PromQL) see that order
+    return Selector(tuple(sorted(reqs, key=lambda r: r.key)))
 
 
 _LS_OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
@@ -236,7 +237,7 @@ def from_label_selector(ls: Mapping[str, Any] | None) -> Selector:
         for v in values:
             validate_value(v)
         reqs.append(Requirement(key, op, tuple(sorted(set(values)))))
-    return Selector(tuple(reqs))
+    return Selector(tuple(sorted(reqs, key=lambda r: r.key)))
 
 
 def go_label_selector_string(ls: Mapping[str, Any] | None) -> str:

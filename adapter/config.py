@@ -1,0 +1,323 @@
+"""prometheus-adapter's rule file, read unchanged and validated strictly.
+
+Users migrate by pointing promhpa at the config they already have, so the format is
+prometheus-adapter's (``rules``, ``externalRules``, ``resourceRules``). Unlike
+prometheus-adapter we refuse what we do not understand: an unknown key, a bad regex or a
+template that does not parse is an error that names the file, the line and the key path,
+e.g. ``adapter.yaml:14: rules[2].resources.overides: unknown key (did you mean
+'overrides'?)``. A typo therefore never silently drops a metric.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .templates import Template, TemplateError
+
+
+class ConfigError(ValueError):
+    """A rule file problem; the message names file, line and key path."""
+
+
+@dataclass(frozen=True)
+class GroupResource:
+    group: str
+    resource: str
+
+    def __str__(self) -> str:
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+
+@dataclass(frozen=True)
+class SeriesFilter:
+    pattern: re.Pattern[str]
+    negate: bool  # isNot
+
+    def keep(self, name: str) -> bool:
+        found = self.pattern.search(name) is not None
+        return not found if self.negate else found
+
+
+@dataclass(frozen=True)
+class Resources:
+    overrides: dict[str, GroupResource] = field(default_factory=dict)
+    template: Template | None = None
+    namespaced: bool = True  # externalRules only
+
+
+@dataclass(frozen=True)
+class Naming:
+    matches: re.Pattern[str]
+    as_: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One discovery rule: which series, how they are named, how they are queried."""
+
+    index: int
+    kind: str  # "rules" | "externalRules"
+    series_query: str
+    series_filters: tuple[SeriesFilter, ...]
+    resources: Resources
+    naming: Naming
+    metrics_query: Template
+
+
+@dataclass(frozen=True)
+class ResourceQuery:
+    container_query: Template
+    node_query: Template
+    resources: Resources
+    container_label: str
+
+
+@dataclass(frozen=True)
+class ResourceRules:
+    cpu: ResourceQuery | None
+    memory: ResourceQuery | None
+    window: str
+
+
+@dataclass(frozen=True)
+class Config:
+    rules: tuple[Rule, ...]
+    external_rules: tuple[Rule, ...]
+    resource_rules: ResourceRules | None
+    source: str = "<config>"
+
+
+_RULE_KEYS = {"seriesQuery", "seriesFilters", "resources", "name", "metricsQuery"}
+_RESOURCES_KEYS = {"overrides", "template", "namespaced"}
+_TOP_KEYS = {"rules", "externalRules", "resourceRules"}
+
+
+class _Checker:
+    """Walks the YAML node tree so errors can carry line numbers."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, node: yaml.Node | None, path: str, message: str) -> ConfigError:
+        line = f":{node.start_mark.line + 1}" if node is not None else ""
+        return ConfigError(
+            f"{self.source}{line}: {path}: {message}" if path else f"{self.source}{line}: {message}"
+        )
+
+    def mapping(self, node: yaml.Node, path: str, allowed: set[str]) -> dict[str, yaml.Node]:
+        if not isinstance(node, yaml.MappingNode):
+            raise self.fail(node, path, f"must be a mapping, got {_kind(node)}")
+        out: dict[str, yaml.Node] = {}
+        for k, v in node.value:
+            key = str(k.value)
+            if key not in allowed:
+                hint = difflib.get_close_matches(key, sorted(allowed), n=1)
+                extra = (
+                    f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(sorted(allowed))})"
+                )
+                raise self.fail(k, f"{path}.{key}" if path else key, f"unknown key{extra}")
+            if key in out:
+                raise self.fail(k, f"{path}.{key}" if path else key, "duplicate key")
+            out[key] = v
+        return out
+
+    def seq(self, node: yaml.Node, path: str) -> list[yaml.Node]:
+        if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+            return []
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.fail(node, path, f"must be a list, got {_kind(node)}")
+        return list(node.value)
+
+    def string(self, node: yaml.Node, path: str) -> str:
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.fail(node, path, f"must be a string, got {_kind(node)}")
+        return "" if node.tag.endswith(":null") else str(node.value)
+
+    def boolean(self, node: yaml.Node, path: str) -> bool:
+        if not isinstance(node, yaml.ScalarNode) or not node.tag.endswith(":bool"):
+            raise self.fail(node, path, "must be true or false")
+        return str(node.value).lower() in ("true", "yes", "on")
+
+    def regex(self, node: yaml.Node, path: str) -> re.Pattern[str]:
+        text = self.string(node, path)
+        try:
+            return re.compile(_go_regex(text))
+        except re.error as e:
+            raise self.fail(node, path, f"invalid regular expression {text!r}: {e}") from None
+
+    def template(self, node: yaml.Node, path: str) -> Template:
+        text = self.string(node, path)
+        try:
+            return Template.parse(text)
+        except TemplateError as e:
+            raise self.fail(node, path, f"invalid template: {e}") from None
+
+
+def _kind(node: yaml.Node) -> str:
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    return f"the scalar {node.value!r}"
+
+
+def _go_regex(text: str) -> str:
+    """Go RE2 syntax to Python's: named groups (?P<n>...) are shared; \\z is Python's \\Z."""
+    return text.replace(r"\z", r"\Z")
+
+
+def _resources(c: _Checker, node: yaml.Node | None, path: str, external: bool) -> Resources:
+    if node is None:
+        return Resources()
+    m = c.mapping(node, path, _RESOURCES_KEYS if external else _RESOURCES_KEYS - {"namespaced"})
+    overrides: dict[str, GroupResource] = {}
+    if "overrides" in m:
+        om = m["overrides"]
+        if not isinstance(om, yaml.MappingNode):
+            raise c.fail(om, f"{path}.overrides", "must be a mapping of label -> {group, resource}")
+        for k, v in om.value:
+            label = str(k.value)
+            gr = c.mapping(v, f"{path}.overrides.{label}", {"group", "resource"})
+            if "resource" not in gr:
+                raise c.fail(v, f"{path}.overrides.{label}", "needs a 'resource'")
+            overrides[label] = GroupResource(
+                c.string(gr["group"], "") if "group" in gr else "", _plural(c.string(gr["resource"], ""))
+            )
+    template = None
+    if "template" in m:
+        template = c.template(m["template"], f"{path}.template")
+        if ".Resource" not in template.text:
+            raise c.fail(m["template"], f"{path}.template", "must contain <<.Resource>>")
+    namespaced = c.boolean(m["namespaced"], f"{path}.namespaced") if "namespaced" in m else True
+    return Resources(overrides, template, namespaced)
+
+
+_IRREGULAR = {"endpoints": "endpoints", "ingress": "ingresses", "networkpolicy": "networkpolicies"}
+
+
+def _plural(resource: str) -> str:
+    """Resource names may be written singular (pod) or plural (pods); we keep the plural."""
+    r = resource.lower()
+    if r in _IRREGULAR:
+        return _IRREGULAR[r]
+    if r.endswith("s"):
+        return r
+    if r.endswith("y") and not r.endswith(("ay", "ey", "oy", "uy")):
+        return r[:-1] + "ies"
+    return r + "s"
+
+
+def _naming(c: _Checker, node: yaml.Node | None, path: str) -> Naming:
+    if node is None:
+        return Naming(re.compile(".*"), "$0")
+    m = c.mapping(node, path, {"matches", "as"})
+    matches = c.regex(m["matches"], f"{path}.matches") if "matches" in m else re.compile(".*")
+    if matches.pattern == "":
+        matches = re.compile(".*")
+    as_ = c.string(m["as"], f"{path}.as") if "as" in m else ""
+    if not as_:
+        groups = matches.groups
+        if groups == 0:
+            as_ = "$0"
+        elif groups == 1:
+            as_ = "$1"
+        else:
+            raise c.fail(
+                node,
+                f"{path}.as",
+                f"must be set: 'matches' has {groups} capture groups, so the name is ambiguous",
+            )
+    return Naming(matches, as_)
+
+
+def _rule(c: _Checker, node: yaml.Node, path: str, index: int, kind: str) -> Rule:
+    m = c.mapping(node, path, _RULE_KEYS)
+    for required in ("seriesQuery", "metricsQuery"):
+        if required not in m:
+            raise c.fail(node, f"{path}.{required}", "is required")
+    filters = []
+    for i, f in enumerate(c.seq(m["seriesFilters"], f"{path}.seriesFilters") if "seriesFilters" in m else []):
+        fm = c.mapping(f, f"{path}.seriesFilters[{i}]", {"is", "isNot"})
+        if len(fm) != 1:
+            raise c.fail(f, f"{path}.seriesFilters[{i}]", "needs exactly one of 'is' or 'isNot'")
+        key = next(iter(fm))
+        filters.append(SeriesFilter(c.regex(fm[key], f"{path}.seriesFilters[{i}].{key}"), key == "isNot"))
+    resources = _resources(c, m.get("resources"), f"{path}.resources", external=kind == "externalRules")
+    if kind == "rules" and not resources.overrides and resources.template is None:
+        raise c.fail(
+            node, f"{path}.resources", "needs 'overrides' or a 'template' to map labels to resources"
+        )
+    return Rule(
+        index=index,
+        kind=kind,
+        series_query=c.string(m["seriesQuery"], f"{path}.seriesQuery"),
+        series_filters=tuple(filters),
+        resources=resources,
+        naming=_naming(c, m.get("name"), f"{path}.name"),
+        metrics_query=c.template(m["metricsQuery"], f"{path}.metricsQuery"),
+    )
+
+
+def _resource_rules(c: _Checker, node: yaml.Node) -> ResourceRules:
+    m = c.mapping(node, "resourceRules", {"cpu", "memory", "window"})
+
+    def one(key: str) -> ResourceQuery | None:
+        if key not in m:
+            return None
+        path = f"resourceRules.{key}"
+        q = c.mapping(m[key], path, {"containerQuery", "nodeQuery", "resources", "containerLabel"})
+        for required in ("containerQuery", "nodeQuery"):
+            if required not in q:
+                raise c.fail(m[key], f"{path}.{required}", "is required")
+        return ResourceQuery(
+            container_query=c.template(q["containerQuery"], f"{path}.containerQuery"),
+            node_query=c.template(q["nodeQuery"], f"{path}.nodeQuery"),
+            resources=_resources(c, q.get("resources"), f"{path}.resources", external=False),
+            container_label=c.string(q["containerLabel"], f"{path}.containerLabel")
+            if "containerLabel" in q
+            else "container",
+        )
+
+    window = c.string(m["window"], "resourceRules.window") if "window" in m else "5m"
+    if not re.fullmatch(r"(\d+(ms|s|m|h))+", window):
+        raise c.fail(
+            m.get("window"), "resourceRules.window", f"{window!r} is not a duration like '1m' or '30s'"
+        )
+    return ResourceRules(one("cpu"), one("memory"), window)
+
+
+def parse_config(text: str, source: str = "<config>") -> Config:
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        raise ConfigError(f"{source}{line}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    c = _Checker(source)
+    if root is None:
+        return Config((), (), None, source)
+    top = c.mapping(root, "", _TOP_KEYS)
+    rules = tuple(
+        _rule(c, n, f"rules[{i}]", i, "rules")
+        for i, n in enumerate(c.seq(top["rules"], "rules") if "rules" in top else [])
+    )
+    external = tuple(
+        _rule(c, n, f"externalRules[{i}]", i, "externalRules")
+        for i, n in enumerate(c.seq(top["externalRules"], "externalRules") if "externalRules" in top else [])
+    )
+    resource_rules = _resource_rules(c, top["resourceRules"]) if "resourceRules" in top else None
+    return Config(rules, external, resource_rules, source)
+
+
+def load_config(path: str | Path) -> Config:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read: {e.strerror or e}") from None
+    return parse_config(text, str(p))

@@ -1,0 +1,122 @@
+"""Label matchers and queries: requests become PromQL, and nothing in a request can change
+a query's meaning.
+
+Every label value that reaches PromQL is quoted as a PromQL string (backslashes, quotes and
+control characters escaped), and values that go into a regex matcher (``=~``/``!~``, used
+for ``in``/``notin`` and for several object names) are regex-escaped first. So a pod named
+``a|b`` or ``x".*`` matches that name only -- prometheus-adapter does not regex-escape, and
+a crafted name there widens the query.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from shared.selectors import Requirement, Selector
+
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+# RE2 metacharacters; escaping them makes a value match literally
+_RE2_META = re.compile(r"([\\.+*?()|\[\]{}^$])")
+
+
+class QueryError(ValueError):
+    """A request cannot be expressed safely in PromQL (400 Bad Request)."""
+
+
+def quote(value: str) -> str:
+    """A PromQL double-quoted string literal for any text."""
+    out = ['"']
+    for ch in value:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"':
+            out.append('\\"')
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def regex_literal(value: str) -> str:
+    return _RE2_META.sub(r"\\\1", value)
+
+
+def check_label(name: str) -> str:
+    if not _LABEL_NAME.match(name):
+        raise QueryError(f"{name!r} is not a valid Prometheus label name")
+    return name
+
+
+@dataclass(frozen=True)
+class Matcher:
+    label: str
+    op: str  # = != =~ !~
+    value: str  # already regex-escaped for =~ / !~
+
+    def __str__(self) -> str:
+        return f"{self.label}{self.op}{quote(self.value)}"
+
+
+def values_matcher(label: str, values: Sequence[str], negate: bool = False) -> Matcher:
+    """One value: an equality matcher; several: an anchored alternation of literal values."""
+    check_label(label)
+    if len(values) == 1:
+        return Matcher(label, "!=" if negate else "=", values[0])
+    return Matcher(label, "!~" if negate else "=~", "|".join(regex_literal(v) for v in values))
+
+
+def requirement_matcher(req: Requirement) -> Matcher:
+    op = req.operator
+    label = check_label(req.key)
+    if op in ("=", "=="):
+        return Matcher(label, "=", req.values[0])
+    if op == "!=":
+        return Matcher(label, "!=", req.values[0])
+    if op == "in":
+        return values_matcher(label, req.values)
+    if op == "notin":
+        return values_matcher(label, req.values, negate=True)
+    if op == "exists":
+        return Matcher(label, "!=", "")
+    if op == "!":
+        return Matcher(label, "=", "")
+    raise QueryError(
+        f"the selector operator {op!r} ({req}) cannot be expressed in PromQL; use =, !=, in, notin, "
+        "exists or !exists"
+    )
+
+
+def selector_matchers(selector: Selector | None) -> list[Matcher]:
+    if selector is None:
+        return []
+    return [requirement_matcher(r) for r in selector.requirements]
+
+
+def join_matchers(matchers: Iterable[Matcher]) -> str:
+    return ",".join(str(m) for m in matchers)
+
+
+def template_values(
+    series: str,
+    matchers: Sequence[Matcher],
+    group_by: Sequence[str],
+    values_by_name: Mapping[str, Sequence[str]],
+) -> dict[str, object]:
+    """The variables a metricsQuery template sees, as prometheus-adapter provides them."""
+    return {
+        "Series": series,
+        "LabelMatchers": join_matchers(matchers),
+        "LabelValuesByName": {k: "|".join(regex_literal(v) for v in vs) for k, vs in values_by_name.items()},
+        "GroupBy": ",".join(group_by),
+        "GroupBySlice": list(group_by),
+    }

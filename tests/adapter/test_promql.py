@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import pytest
+
+from adapter.config import parse_config
+from adapter.promql import QueryError, quote, regex_literal, requirement_matcher
+from adapter.queries import ObjectQuery, custom_query, external_query
+from shared.selectors import parse
+
+CONFIG = parse_config("""
+rules:
+- seriesQuery: '{__name__="http_requests_total"}'
+  resources: {template: <<.Resource>>}
+  name: {matches: "^(.*)_total$"}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'
+externalRules:
+- seriesQuery: '{__name__="queue_depth"}'
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+""")
+PODS = CONFIG.rules[0].resources.overrides or None
+
+
+def q(names: tuple[str, ...], ns: str = "default", selector: str | None = None) -> str:
+    from adapter.config import GroupResource
+
+    req = ObjectQuery(GroupResource("", "pods"), ns, names, parse(selector) if selector else None)
+    return custom_query(CONFIG.rules[0], "http_requests_total", req)[0]
+
+
+def test_one_object_uses_an_equality_matcher() -> None:
+    assert q(("web-1",)) == ('sum(rate(http_requests_total{namespace="default",pod="web-1"}[2m])) by (pod)')
+
+
+def test_several_objects_use_an_escaped_alternation() -> None:
+    assert q(("web-1", "web.2")) == (
+        'sum(rate(http_requests_total{namespace="default",pod=~"web-1|web\\\\.2"}[2m])) by (pod)'
+    )
+
+
+def test_metric_label_selector_comes_first() -> None:
+    assert q(("a",), selector="verb in (GET,PUT),code!=500") == (
+        'sum(rate(http_requests_total{code!="500",verb=~"GET|PUT",namespace="default",pod="a"}[2m])) by (pod)'
+    )
+
+
+@pytest.mark.parametrize(
+    ("selector", "matcher"),
+    [
+        ("a=b", 'a="b"'),
+        ("a==b", 'a="b"'),
+        ("a!=b", 'a!="b"'),
+        ("a in (x,y)", 'a=~"x|y"'),
+        ("a notin (x,y)", 'a!~"x|y"'),
+        ("a", 'a!=""'),
+        ("!a", 'a=""'),
+    ],
+)
+def test_selector_operators_become_matchers(selector: str, matcher: str) -> None:
+    assert str(requirement_matcher(parse(selector).requirements[0])) == matcher
+
+
+def test_gt_and_lt_are_rejected() -> None:
+    with pytest.raises(QueryError, match="cannot be expressed in PromQL"):
+        requirement_matcher(parse("a>1").requirements[0])
+
+
+@pytest.mark.parametrize("hostile", ['x"}or vector(1)#', "a\\", "a|b", ".*", "a\nb", "(?i)x", "\x00"])
+def test_hostile_values_cannot_change_the_query(hostile: str) -> None:
+    one = q((hostile,))
+    # the value stays inside one string literal: exactly the quotes we put there, all escaped inside
+    literal = quote(hostile)
+    assert f"pod={literal}" in one
+    several = q((hostile, "ok"))
+    assert f"pod=~{quote(regex_literal(hostile) + '|ok')}" in several
+    assert several.count("}[2m]") == 1
+
+
+def test_external_query_adds_the_namespace_when_namespaced() -> None:
+    rule = CONFIG.external_rules[0]
+    assert external_query(rule, "queue_depth", "jobs", parse("queue=emails")) == (
+        'sum(queue_depth{queue="emails",namespace="jobs"}) by ()'
+    )
