@@ -1,11 +1,241 @@
-"""Placeholder entry point until the adapter lands."""
+"""``python -m adapter`` / ``promhpa-adapter``: serve the metrics APIs from Prometheus.
 
+Flags keep prometheus-adapter's names where they exist. ``check-config`` validates a rule
+file and, given a Prometheus, shows what each rule would serve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
 import sys
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+
+import structlog
+from aiohttp import web
+
+from shared.durations import DurationError, parse_duration
+from shared.logging import configure
+
+from .app import AdapterMetrics, build_app
+from .check_config import check_config
+from .config import Config, ConfigError, load_config, parse_config
+from .default_rules import DEFAULT_RULES
+from .prometheus import Prometheus, PrometheusSettings
+from .registry import Registry
+from .tls import self_signed, server_context
+
+log = structlog.get_logger("adapter")
 
 
-def main() -> int:
-    print("promhpa-adapter is not implemented yet", file=sys.stderr)
-    return 1
+def _duration(text: str) -> timedelta:
+    try:
+        return parse_duration(text)
+    except DurationError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a header; use 'Name: value'")
+    return name.strip(), value.strip()
+
+
+def prometheus_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prometheus-url", required=True, help="Prometheus base URL, e.g. http://prometheus:9090")
+    p.add_argument(
+        "--prometheus-header",
+        type=_header,
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="extra HTTP header for every Prometheus request (repeatable)",
+    )
+    p.add_argument("--prometheus-ca-file", help="CA bundle to verify Prometheus' certificate")
+    p.add_argument("--prometheus-token-file", help="bearer token file, re-read on every request")
+    p.add_argument("--prometheus-client-cert", help="client certificate for Prometheus")
+    p.add_argument("--prometheus-client-key", help="client key for Prometheus")
+    p.add_argument("--prometheus-auth-username", help="basic auth user name")
+    p.add_argument("--prometheus-auth-password-file", help="file holding the basic auth password")
+    p.add_argument(
+        "--prometheus-method",
+        choices=("GET", "POST"),
+        default="GET",
+        help="HTTP method for queries (POST for very long queries)",
+    )
+    p.add_argument(
+        "--prometheus-timeout",
+        type=_duration,
+        default=timedelta(seconds=10),
+        help="per-query timeout (default 10s)",
+    )
+    p.add_argument(
+        "--prometheus-insecure-skip-verify",
+        action="store_true",
+        help="do not verify Prometheus' certificate (testing only)",
+    )
+
+
+def prometheus_settings(a: argparse.Namespace) -> PrometheusSettings:
+    basic = None
+    if a.prometheus_auth_username:
+        password = (
+            Path(a.prometheus_auth_password_file).read_text().strip()
+            if a.prometheus_auth_password_file
+            else ""
+        )
+        basic = (a.prometheus_auth_username, password)
+    return PrometheusSettings(
+        url=a.prometheus_url,
+        headers=dict(a.prometheus_header),
+        ca_file=a.prometheus_ca_file,
+        token_file=a.prometheus_token_file,
+        client_cert=a.prometheus_client_cert,
+        client_key=a.prometheus_client_key,
+        basic_auth=basic,
+        method=a.prometheus_method,
+        timeout=a.prometheus_timeout.total_seconds(),
+        insecure_skip_verify=a.prometheus_insecure_skip_verify,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="promhpa-adapter", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command")
+    serve = sub.add_parser("serve", help="serve the metrics APIs (the default)")
+    check = sub.add_parser(
+        "check-config", help="validate a rule file; with --prometheus-url show what it serves"
+    )
+    check.add_argument("config", help="the rule file (prometheus-adapter format)")
+    check.add_argument("--prometheus-url", help="Prometheus to discover series from")
+    check.add_argument("--metrics-max-age", type=_duration, default=timedelta(minutes=10))
+    for target in (p, serve):
+        _serve_flags(target)
+    return p
+
+
+def _serve_flags(p: argparse.ArgumentParser) -> None:
+    prometheus_flags(p)
+    p.add_argument(
+        "--config", help="rule file (prometheus-adapter format); prometheus-adapter's defaults if omitted"
+    )
+    p.add_argument(
+        "--metrics-relist-interval",
+        type=_duration,
+        default=timedelta(minutes=10),
+        help="how often to rediscover series (default 10m; unknown metrics are also looked up on demand)",
+    )
+    p.add_argument(
+        "--metrics-max-age",
+        type=_duration,
+        default=None,
+        help="how far back discovery looks for series (default: the relist interval)",
+    )
+    p.add_argument(
+        "--query-cache-ttl",
+        type=_duration,
+        default=timedelta(seconds=5),
+        help="how long query results are reused (default 5s; 0 disables)",
+    )
+    p.add_argument("--secure-port", type=int, default=6443)
+    p.add_argument("--bind-address", default="0.0.0.0")
+    p.add_argument("--tls-cert-file")
+    p.add_argument("--tls-private-key-file")
+    p.add_argument(
+        "--cert-dir",
+        default="apiserver.local.config/certificates",
+        help="where the self-signed certificate goes when none is given",
+    )
+    p.add_argument(
+        "--cert-dns-name",
+        action="append",
+        default=[],
+        help="DNS name for the self-signed certificate, e.g. promhpa-adapter.monitoring.svc (repeatable)",
+    )
+    p.add_argument(
+        "--insecure-skip-auth",
+        action="store_true",
+        help="serve without authentication or authorization (local use; loopback only)",
+    )
+    p.add_argument("--log-format", choices=("json", "console"), default="json")
+    p.add_argument("--log-level", default="info")
+
+
+def load_rules(path: str | None) -> Config:
+    return load_config(path) if path else parse_config(DEFAULT_RULES, "<prometheus-adapter defaults>")
+
+
+async def serve(a: argparse.Namespace) -> int:
+    configure(json=a.log_format == "json", level=a.log_level)
+    if not a.insecure_skip_auth:
+        log.error(
+            "delegated authentication is not available in this build; start with --insecure-skip-auth "
+            "on a loopback address for local use"
+        )
+        return 2
+    if not ipaddress.ip_address(a.bind_address).is_loopback:
+        log.error("--insecure-skip-auth only binds to loopback", bind_address=a.bind_address)
+        return 2
+    log.warning(
+        "authentication and authorization are OFF (--insecure-skip-auth)", bind_address=a.bind_address
+    )
+    config = load_rules(a.config)
+    metrics = AdapterMetrics()
+    prometheus = Prometheus(
+        prometheus_settings(a), cache_ttl=a.query_cache_ttl.total_seconds(), on_query=metrics.observe_query
+    )
+    registry = Registry(config, prometheus, a.metrics_max_age or a.metrics_relist_interval)
+    app = build_app(
+        config,
+        prometheus,
+        registry,
+        relist_interval=a.metrics_relist_interval.total_seconds(),
+        metrics=metrics,
+    )
+    if a.tls_cert_file and a.tls_private_key_file:
+        cert, key = Path(a.tls_cert_file), Path(a.tls_private_key_file)
+    else:
+        cert, key = self_signed(Path(a.cert_dir), a.cert_dns_name)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, a.bind_address, a.secure_port, ssl_context=server_context(cert, key))
+    await site.start()
+    log.info(
+        "serving",
+        address=f"https://{a.bind_address}:{a.secure_port}",
+        prometheus=a.prometheus_url,
+        rules=config.source,
+        custom_rules=len(config.rules),
+        external_rules=len(config.external_rules),
+    )
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "check-config":
+        a = build_parser().parse_args(args)
+        return asyncio.run(check_config(a.config, a.prometheus_url, a.metrics_max_age))
+    if args and args[0] == "serve":
+        args = args[1:]
+    parser = argparse.ArgumentParser(prog="promhpa-adapter", description=__doc__.splitlines()[0])
+    _serve_flags(parser)
+    a = parser.parse_args(args)
+    try:
+        return asyncio.run(serve(a))
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
 
 
 if __name__ == "__main__":

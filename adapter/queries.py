@@ -14,7 +14,7 @@ from shared.selectors import Selector
 
 from .config import GroupResource, ResourceQuery, Rule
 from .naming import NAMESPACES, PODS, ResourceMapper, namespaced
-from .promql import Matcher, QueryError, selector_matchers, template_values, values_matcher
+from .promql import Matcher, QueryError, check_label, selector_matchers, template_values, values_matcher
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,11 @@ def custom_query(rule: Rule, series: str, req: ObjectQuery) -> tuple[str, str]:
             )
         matchers.append(values_matcher(ns_label, [req.namespace]))
         values[ns_label] = [req.namespace]
-    matchers.append(values_matcher(label, req.names))
-    values[label] = list(req.names)
+    if req.names:
+        matchers.append(values_matcher(label, req.names))
+        values[label] = list(req.names)
+    else:  # every object that has the metric
+        matchers.append(Matcher(check_label(label), "!=", ""))
     return rule.metrics_query.render(template_values(series, matchers, [label], values)), label
 
 

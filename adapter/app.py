@@ -1,0 +1,185 @@
+"""The aiohttp application: thin handlers over the providers, Status errors, health, metrics.
+
+Every path under ``/apis`` goes through ``requests.parse_path`` and one provider call; every
+error becomes a Kubernetes ``Status`` with the right code, so ``kubectl`` and the HPA
+controller show the message instead of "the server could not find the requested resource".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import structlog
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from .config import Config
+from .prometheus import Prometheus, PrometheusUnavailable
+from .promql import QueryError
+from .providers import ObjectLister, Providers
+from .registry import Registry
+from .requests import BadRequest, MetricRequest, NotFound, parse_path
+from .templates import TemplateError
+from .wire import CUSTOM, EXTERNAL, VERSIONS, group_entry, resource_list, status
+
+log = structlog.get_logger("adapter")
+
+
+class AdapterMetrics:
+    """The adapter's own Prometheus metrics, on a registry of its own (one per app)."""
+
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        p = "promhpa_adapter"
+        self.requests = Counter(f"{p}_requests_total", "API requests served", ["group", "code"], registry=r)
+        self.latency = Histogram(
+            f"{p}_request_duration_seconds", "API request latency", ["group"], registry=r
+        )
+        self.queries = Counter(
+            f"{p}_prometheus_queries_total", "Queries sent to Prometheus", ["kind", "result"], registry=r
+        )
+        self.query_latency = Histogram(
+            f"{p}_prometheus_query_duration_seconds", "Prometheus query latency", ["kind"], registry=r
+        )
+        self.cache_hits = Gauge(
+            f"{p}_query_cache_hits", "Queries answered from the cache or an in-flight twin", registry=r
+        )
+        self.discovery_runs = Counter(f"{p}_discovery_runs_total", "Series relists", ["result"], registry=r)
+        self.discovery_seconds = Gauge(
+            f"{p}_discovery_duration_seconds", "Duration of the last relist", registry=r
+        )
+        self.series = Gauge(f"{p}_series_known", "Series seen by the last relist", registry=r)
+        self.metrics = Gauge(f"{p}_metrics_known", "Metrics served", ["api"], registry=r)
+
+    def observe_query(self, kind: str, seconds: float, ok: bool) -> None:
+        self.queries.labels(kind, "success" if ok else "error").inc()
+        self.query_latency.labels(kind).observe(seconds)
+
+
+STATE: web.AppKey[dict[str, Any]] = web.AppKey("state", dict)
+
+
+def _json(body: dict[str, Any], code: int = 200) -> web.Response:
+    return web.json_response(body, status=code)
+
+
+def _error(code: int, reason: str, message: str) -> web.Response:
+    return _json(status(code, reason, message), code)
+
+
+async def _dispatch(providers: Providers, req: MetricRequest) -> dict[str, Any]:
+    if req.kind == "discovery":
+        return resource_list(req.group, req.version, providers.discovery(req))
+    if req.kind == "object":
+        return await providers.custom(req)
+    if req.kind == "external":
+        return await providers.external(req)
+    if req.kind == "pods":
+        return await providers.pods(req)
+    return await providers.nodes(req)
+
+
+def build_app(
+    config: Config,
+    prometheus: Prometheus,
+    registry: Registry,
+    *,
+    relist_interval: float,
+    lister: ObjectLister | None = None,
+    metrics: AdapterMetrics | None = None,
+    middlewares: list[Callable[..., Awaitable[web.StreamResponse]]] | None = None,
+) -> web.Application:
+    m = metrics or AdapterMetrics()
+    providers = Providers(config, registry, prometheus, lister)
+    app = web.Application(middlewares=middlewares or [])
+    app[STATE] = {"metrics": m, "registry": registry, "ready": False}
+
+    async def apis(_: web.Request) -> web.Response:
+        return _json(
+            {"kind": "APIGroupList", "apiVersion": "v1", "groups": [group_entry(g) for g in VERSIONS]}
+        )
+
+    async def api_group(request: web.Request) -> web.Response:
+        group = request.match_info["group"]
+        if group not in VERSIONS:
+            return _error(404, "NotFound", f"the API group {group!r} is not served here")
+        return _json({"kind": "APIGroup", "apiVersion": "v1", **group_entry(group)})
+
+    async def metrics_api(request: web.Request) -> web.Response:
+        start = time.monotonic()
+        group = request.match_info.get("group", "")
+        code = 200
+        try:
+            req = parse_path(request.path, dict(request.query))
+            return _json(await _dispatch(providers, req))
+        except NotFound as e:
+            code = 404
+            return _error(404, "NotFound", str(e))
+        except (BadRequest, QueryError, TemplateError) as e:
+            code = 400
+            return _error(400, "BadRequest", str(e))
+        except PrometheusUnavailable as e:
+            code = 503
+            return _error(503, "ServiceUnavailable", str(e))
+        finally:
+            m.requests.labels(group, str(code)).inc()
+            m.latency.labels(group).observe(time.monotonic() - start)
+            m.cache_hits.set(prometheus.cache_hits)
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        if not app[STATE]["ready"]:
+            return web.Response(status=503, text="the first series discovery has not completed")
+        return web.Response(text="ok")
+
+    async def own_metrics(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(m.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/livez", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", own_metrics)
+    app.router.add_get("/apis", apis)
+    app.router.add_get("/apis/", apis)
+    app.router.add_get("/apis/{group}", api_group)
+    app.router.add_get("/apis/{group}/{rest:.+}", metrics_api)
+
+    async def relister(app: web.Application) -> AsyncIterator[None]:
+        async def loop() -> None:
+            while True:
+                try:
+                    await registry.relist()
+                    app[STATE]["ready"] = True
+                    m.discovery_runs.labels("success").inc()
+                    m.discovery_seconds.set(registry.relist_seconds or 0)
+                    m.series.set(registry.index.series_count)
+                    m.metrics.labels(CUSTOM).set(len(registry.index.custom))
+                    m.metrics.labels(EXTERNAL).set(len(registry.index.external))
+                    log.info(
+                        "discovery",
+                        series=registry.index.series_count,
+                        custom_metrics=len(registry.index.custom),
+                        external_metrics=len(registry.index.external),
+                        seconds=round(registry.relist_seconds or 0, 3),
+                    )
+                    await asyncio.sleep(relist_interval)
+                except PrometheusUnavailable as e:
+                    m.discovery_runs.labels("error").inc()
+                    log.warning("discovery failed; retrying", error=str(e))
+                    await asyncio.sleep(min(relist_interval, 5.0))
+
+        task = asyncio.create_task(loop())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    app.cleanup_ctx.append(relister)
+    return app

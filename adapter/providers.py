@@ -1,0 +1,246 @@
+"""Providers: a parsed request in, wire items out, through the registry and Prometheus.
+
+``ObjectLister`` is how ``*`` + ``labelSelector`` becomes object names: the live adapter
+uses a watch-backed cache of Kubernetes objects; without one (local use) only selector-less
+``*`` requests can be served, by asking Prometheus for every object that has the metric.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from decimal import Decimal
+from typing import Any, Protocol
+
+from shared.quantity import Format, Quantity
+from shared.selectors import Selector
+
+from .config import Config, GroupResource
+from .naming import NAMESPACES, NODES, PODS
+from .prometheus import Prometheus, Sample
+from .queries import ObjectQuery, container_query, custom_query, external_query, node_query
+from .registry import Registry
+from .requests import BadRequest, MetricRequest, NotFound
+from .wire import CUSTOM, EXTERNAL, RESOURCE, metric_value, milli_quantity, timestamp, value_list
+
+
+class ObjectLister(Protocol):
+    async def names(
+        self, namespace: str | None, gr: GroupResource, selector: Selector | None
+    ) -> list[str]: ...
+
+
+def _selector_json(sel: Selector | None) -> dict[str, Any] | None:
+    if sel is None or sel.empty():
+        return None
+    labels = {r.key: r.values[0] for r in sel.requirements if r.operator in ("=", "==")}
+    exprs = [
+        {
+            "key": r.key,
+            "operator": {
+                "in": "In",
+                "notin": "NotIn",
+                "exists": "Exists",
+                "!": "DoesNotExist",
+                "!=": "NotIn",
+            }[r.operator],
+            "values": list(r.values),
+        }
+        for r in sel.requirements
+        if r.operator not in ("=", "==")
+    ]
+    out: dict[str, Any] = {}
+    if labels:
+        out["matchLabels"] = labels
+    if exprs:
+        out["matchExpressions"] = [{k: v for k, v in e.items() if v != []} for e in exprs]
+    return out
+
+
+class Providers:
+    def __init__(
+        self, config: Config, registry: Registry, prometheus: Prometheus, lister: ObjectLister | None = None
+    ) -> None:
+        self.config, self.registry, self.prometheus, self.lister = config, registry, prometheus, lister
+
+    async def _names(self, req: MetricRequest) -> tuple[str, ...]:
+        assert req.resource is not None
+        if req.name is not None:
+            return (req.name,)
+        if self.lister is not None:
+            names = await self.lister.names(req.namespace, req.resource, req.selector)
+            if not names:
+                raise NotFound(
+                    f"no {req.resource} match labelSelector {req.selector or '(empty)'}"
+                    + (f" in namespace {req.namespace}" if req.namespace else "")
+                )
+            return tuple(names)
+        if req.selector is not None and not req.selector.empty():
+            raise BadRequest(
+                "labelSelector needs the Kubernetes object cache: run the adapter with access "
+                "to the cluster (in-cluster or --kubeconfig)"
+            )
+        return ()  # every object that has the metric
+
+    async def custom(self, req: MetricRequest) -> dict[str, Any]:
+        assert req.resource is not None
+        served = await self.registry.custom(req.resource, req.metric)
+        if served is None:
+            where = f"{req.resource}" + (f" in namespace {req.namespace}" if req.namespace else "")
+            raise NotFound(
+                f"the custom metric {req.metric!r} is not served for {where}: no rule discovered a "
+                "matching series (check the rule's seriesQuery and name, or run "
+                "`python -m adapter check-config`)"
+            )
+        names = await self._names(req)
+        query, label = custom_query(
+            served.rule, served.series, ObjectQuery(req.resource, req.namespace, names, req.metric_selector)
+        )
+        samples = await self.prometheus.query(query)
+        wanted = set(names)
+        items = []
+        for s in samples:
+            obj = s.labels.get(label, "")
+            value = milli_quantity(s.value)
+            if not obj or value is None or (wanted and obj not in wanted):
+                continue
+            ns = req.namespace if req.resource != NAMESPACES else None
+            items.append(
+                metric_value(
+                    req.version,
+                    req.resource,
+                    ns,
+                    obj,
+                    req.metric,
+                    value,
+                    s.timestamp,
+                    _selector_json(req.metric_selector),
+                )
+            )
+        if req.name is not None and not items:
+            raise NotFound(
+                f"the custom metric {req.metric!r} has no value for {req.resource} "
+                f"{(req.namespace + '/') if req.namespace else ''}{req.name}"
+            )
+        items.sort(key=lambda i: i["describedObject"]["name"])
+        return value_list(CUSTOM, req.version, "MetricValueList", items)
+
+    async def external(self, req: MetricRequest) -> dict[str, Any]:
+        served = await self.registry.external(req.metric)
+        if served is None:
+            raise NotFound(
+                f"the external metric {req.metric!r} is not served: no external rule discovered a "
+                "matching series"
+            )
+        samples = await self.prometheus.query(
+            external_query(served.rule, served.series, req.namespace, req.selector)
+        )
+        items = []
+        for s in samples:
+            value = milli_quantity(s.value)
+            if value is None:
+                continue
+            labels = {k: v for k, v in s.labels.items() if k != "__name__"}
+            items.append(
+                {
+                    "metricName": req.metric,
+                    "metricLabels": labels,
+                    "timestamp": timestamp(s.timestamp),
+                    "value": value,
+                }
+            )
+        return value_list(EXTERNAL, req.version, "ExternalMetricValueList", items)
+
+    # --- metrics.k8s.io --------------------------------------------------------------------
+
+    def _resource_rules(self) -> Any:
+        rr = self.config.resource_rules
+        if rr is None or (rr.cpu is None and rr.memory is None):
+            raise NotFound("metrics.k8s.io is not configured: add resourceRules to the config")
+        return rr
+
+    async def pods(self, req: MetricRequest) -> dict[str, Any]:
+        rr = self._resource_rules()
+        names: tuple[str, ...] = ()
+        if req.name is not None:
+            names = (req.name,)
+        elif req.selector is not None and not req.selector.empty():
+            if self.lister is None:
+                raise BadRequest("labelSelector needs the Kubernetes object cache")
+            names = tuple(await self.lister.names(req.namespace, PODS, req.selector))
+            if not names:
+                return value_list(RESOURCE, req.version, "PodMetricsList", [])
+        usage: dict[tuple[str, str], dict[str, dict[str, str]]] = defaultdict(dict)
+        stamps: dict[tuple[str, str], float] = {}
+        for resource, q in (("cpu", rr.cpu), ("memory", rr.memory)):
+            if q is None:
+                continue
+            query, pod_label, container_label = container_query(q, req.namespace, names)
+            ns_label = "namespace"
+            for s in await self.prometheus.query(query):
+                key = (s.labels.get(ns_label, req.namespace or ""), s.labels.get(pod_label, ""))
+                if not key[1]:
+                    continue
+                usage[key].setdefault(s.labels.get(container_label, ""), {})[resource] = _usage(resource, s)
+                stamps[key] = max(stamps.get(key, 0.0), s.timestamp)
+        items = []
+        for (ns, pod), containers in sorted(usage.items()):
+            items.append(
+                {
+                    "metadata": {"name": pod, "namespace": ns},
+                    "timestamp": timestamp(stamps[(ns, pod)]),
+                    "window": rr.window,
+                    "containers": [{"name": c, "usage": u} for c, u in sorted(containers.items())],
+                }
+            )
+        if req.name is not None and not items:
+            raise NotFound(f"podmetrics {req.namespace}/{req.name} not found")
+        if req.name is not None:
+            return {"kind": "PodMetrics", "apiVersion": f"{RESOURCE}/{req.version}", **items[0]}
+        return value_list(RESOURCE, req.version, "PodMetricsList", items)
+
+    async def nodes(self, req: MetricRequest) -> dict[str, Any]:
+        rr = self._resource_rules()
+        names = (req.name,) if req.name else ()
+        usage: dict[str, dict[str, str]] = defaultdict(dict)
+        stamps: dict[str, float] = {}
+        for resource, q in (("cpu", rr.cpu), ("memory", rr.memory)):
+            if q is None:
+                continue
+            query, node_label = node_query(q, names)
+            for s in await self.prometheus.query(query):
+                node = s.labels.get(node_label, "")
+                if node:
+                    usage[node][resource] = _usage(resource, s)
+                    stamps[node] = max(stamps.get(node, 0.0), s.timestamp)
+        items = [
+            {"metadata": {"name": n}, "timestamp": timestamp(stamps[n]), "window": rr.window, "usage": u}
+            for n, u in sorted(usage.items())
+        ]
+        if req.name is not None:
+            if not items:
+                raise NotFound(f"nodemetrics {req.name} not found")
+            return {"kind": "NodeMetrics", "apiVersion": f"{RESOURCE}/{req.version}", **items[0]}
+        return value_list(RESOURCE, req.version, "NodeMetricsList", items)
+
+    def discovery(self, req: MetricRequest) -> list[tuple[str, bool, str]]:
+        if req.group == CUSTOM:
+            out = []
+            for gr, metric in self.registry.custom_resources():
+                out.append(
+                    (
+                        f"{gr}/{metric}",
+                        gr not in (NAMESPACES, NODES) and gr.resource != "persistentvolumes",
+                        "MetricValueList",
+                    )
+                )
+            return out
+        if req.group == EXTERNAL:
+            return [(m, True, "ExternalMetricValueList") for m in self.registry.external_metrics()]
+        return [("nodes", False, "NodeMetrics"), ("pods", True, "PodMetrics")]
+
+
+def _usage(resource: str, s: Sample) -> str:
+    v = s.value if s.value == s.value and s.value >= 0 and s.value != float("inf") else 0.0
+    if resource == "cpu":
+        return milli_quantity(v) or "0"
+    return str(Quantity(Decimal(int(v)), Format.BINARY_SI))

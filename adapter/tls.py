@@ -1,0 +1,68 @@
+"""Serving certificates: the one given, or a self-signed one written to --cert-dir.
+
+The adapter always serves TLS (the aggregator only speaks HTTPS to it). Without
+--tls-cert-file/--tls-private-key-file it creates a key and a self-signed certificate for
+localhost, 127.0.0.1 and every --cert-dns-name (e.g. ``promhpa-adapter.monitoring.svc``,
+the name the aggregator verifies), and reuses them on restart while they stay valid.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import ssl
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+
+def self_signed(cert_dir: Path, dns_names: list[str]) -> tuple[Path, Path]:
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    cert_path, key_path = cert_dir / "apiserver.crt", cert_dir / "apiserver.key"
+    wanted = {"localhost", *dns_names}
+    if cert_path.exists() and key_path.exists():
+        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        if set(
+            sans.get_values_for_type(x509.DNSName)
+        ) >= wanted and cert.not_valid_after_utc > dt.datetime.now(dt.UTC) + dt.timedelta(days=1):
+            return cert_path, key_path
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[0] if dns_names else "localhost")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=365))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(d) for d in sorted(wanted)]
+                + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    key_path.chmod(0o600)
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return cert_path, key_path
+
+
+def server_context(cert: Path, key: Path) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(str(cert), str(key))
+    return ctx

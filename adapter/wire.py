@@ -1,0 +1,136 @@
+"""The metrics APIs' wire types and Kubernetes Status errors.
+
+Responses carry ``kind``/``apiVersion`` so ``kubectl get --raw`` and the HPA controller read
+them as any API server's. Values are milli-quantities (prometheus-adapter's
+``int64(v*1000)``), which the HPA reads exactly; NaN and +-Inf never reach the wire.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from shared.durations import format_time
+from shared.quantity import Quantity
+
+from .config import GroupResource
+from .naming import KNOWN_RESOURCES
+
+CUSTOM = "custom.metrics.k8s.io"
+EXTERNAL = "external.metrics.k8s.io"
+RESOURCE = "metrics.k8s.io"
+VERSIONS = {CUSTOM: ("v1beta2", "v1beta1"), EXTERNAL: ("v1beta1",), RESOURCE: ("v1beta1",)}
+
+_KINDS = {
+    "pods": "Pod",
+    "namespaces": "Namespace",
+    "nodes": "Node",
+    "services": "Service",
+    "endpoints": "Endpoints",
+    "persistentvolumes": "PersistentVolume",
+    "persistentvolumeclaims": "PersistentVolumeClaim",
+    "replicationcontrollers": "ReplicationController",
+    "configmaps": "ConfigMap",
+    "serviceaccounts": "ServiceAccount",
+    "deployments": "Deployment",
+    "statefulsets": "StatefulSet",
+    "daemonsets": "DaemonSet",
+    "replicasets": "ReplicaSet",
+    "jobs": "Job",
+    "cronjobs": "CronJob",
+    "ingresses": "Ingress",
+    "horizontalpodautoscalers": "HorizontalPodAutoscaler",
+}
+_VERSIONS = {
+    "": "v1",
+    "apps": "apps/v1",
+    "batch": "batch/v1",
+    "networking.k8s.io": "networking.k8s.io/v1",
+    "autoscaling": "autoscaling/v2",
+}
+
+
+def kind_of(gr: GroupResource) -> str:
+    return _KINDS.get(gr.resource, gr.resource[:1].upper() + gr.resource[1:].removesuffix("s"))
+
+
+def api_version_of(gr: GroupResource) -> str:
+    group = gr.group or KNOWN_RESOURCES.get(gr.resource, ("", "", True))[0]
+    return _VERSIONS.get(group, f"{group}/v1" if group else "v1")
+
+
+def milli_quantity(value: float) -> str | None:
+    """int64(v*1000) milli, as prometheus-adapter; None for NaN/Inf (the sample is dropped)."""
+    if not math.isfinite(value):
+        return None
+    milli = int(value * 1000)
+    if not -(2**63) <= milli < 2**63:
+        return None
+    return str(Quantity.from_milli(milli))
+
+
+def timestamp(ts: float) -> str:
+    return format_time(datetime.fromtimestamp(ts, UTC))
+
+
+def metric_value(
+    version: str,
+    gr: GroupResource,
+    namespace: str | None,
+    name: str,
+    metric: str,
+    value: str,
+    ts: float,
+    selector: dict[str, Any] | None,
+) -> dict[str, Any]:
+    described: dict[str, Any] = {"kind": kind_of(gr), "name": name, "apiVersion": api_version_of(gr)}
+    if namespace:
+        described["namespace"] = namespace
+    out: dict[str, Any] = {"describedObject": described}
+    if version == "v1beta1":
+        out["metricName"] = metric
+        out.update(timestamp=timestamp(ts), value=value)
+        if selector:
+            out["selector"] = selector
+    else:
+        out["metric"] = {"name": metric, **({"selector": selector} if selector else {})}
+        out.update(timestamp=timestamp(ts), value=value)
+    return out
+
+
+def value_list(group: str, version: str, kind: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"kind": kind, "apiVersion": f"{group}/{version}", "metadata": {}, "items": items}
+
+
+def status(code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details:
+        body["details"] = details
+    return body
+
+
+def resource_list(group: str, version: str, resources: list[tuple[str, bool, str]]) -> dict[str, Any]:
+    """An APIResourceList: (name, namespaced, kind) per served resource/metric."""
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}",
+        "resources": [
+            {"name": n, "singularName": "", "namespaced": ns, "kind": k, "verbs": ["get", "list"]}
+            for n, ns, k in resources
+        ],
+    }
+
+
+def group_entry(group: str) -> dict[str, Any]:
+    versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in VERSIONS[group]]
+    return {"name": group, "versions": versions, "preferredVersion": versions[0]}

@@ -1,0 +1,226 @@
+"""Real components for adapter tests: an exporter we control, a real Prometheus scraping
+it every second, and the adapter as a real process, all on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "hack"))
+
+import localcluster  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Exporter:
+    """A /metrics endpoint whose series the test sets."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, str] = {}
+        exporter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = ("\n".join(f"{k} {v}" for k, v in exporter.lines.items()) + "\n").encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def set(self, series: str, value: float | str) -> None:
+        self.lines[series] = str(value)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@dataclass
+class PrometheusProcess:
+    binary: str
+    directory: Path
+    target_port: int
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        cfg = self.directory / "prometheus.yml"
+        cfg.write_text(
+            "global: {scrape_interval: 1s, evaluation_interval: 1s}\nscrape_configs:\n"
+            "- job_name: test\n  honor_labels: true\n"
+            f"  static_configs: [{{targets: ['127.0.0.1:{self.target_port}']}}]\n"
+        )
+        log = open(self.directory / "prometheus.log", "ab")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen(
+            [
+                self.binary,
+                f"--config.file={cfg}",
+                f"--storage.tsdb.path={self.directory / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        wait_http(f"{self.url}/-/ready", what="prometheus")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+        self.proc = None
+
+    def query(self, promql: str) -> list[Any]:
+        url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return list(json.loads(r.read())["data"]["result"])
+
+
+def wait_http(url: str, what: str, timeout: float = 30, context: ssl.SSLContext | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2, context=context) as r:
+                if r.status == 200:
+                    return
+        except (OSError, urllib.error.URLError):
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not become ready at {url} within {timeout}s")
+
+
+def wait_until(predicate: Any, timeout: float = 15, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def prometheus_binary() -> str:
+    path = Path(localcluster.Binaries(localcluster.cache_bin()).prometheus)
+    if not path.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("Prometheus is not installed: run `make cluster-tools`", pytrace=False)
+        pytest.skip("Prometheus is not installed: run `make cluster-tools` to enable the adapter tests")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def exporter() -> Iterator[Exporter]:
+    e = Exporter()
+    yield e
+    e.close()
+
+
+@pytest.fixture(scope="module")
+def prometheus(exporter: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusProcess]:
+    p = PrometheusProcess(prometheus_binary(), tmp_path_factory.mktemp("prometheus"), exporter.port)
+    p.start()
+    yield p
+    p.stop()
+
+
+@dataclass
+class AdapterProcess:
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+    ctx: ssl.SSLContext
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def get(self, path: str) -> tuple[int, dict[str, Any]]:
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=15, context=self.ctx) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def text(self, path: str) -> str:
+        with urllib.request.urlopen(self.url + path, timeout=10, context=self.ctx) as r:
+            return str(r.read().decode())
+
+
+def start_adapter(directory: Path, prometheus_url: str, config: str, *extra: str) -> AdapterProcess:
+    cfg = directory / "adapter.yaml"
+    cfg.write_text(config)
+    port = free_port()
+    log = directory / "adapter.log"
+    out = open(log, "ab")  # noqa: SIM115 - owned by the child
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "adapter",
+            "--insecure-skip-auth",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--prometheus-url={prometheus_url}",
+            f"--config={cfg}",
+            f"--cert-dir={directory / 'certs'}",
+            "--log-format=console",
+            *extra,
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+    )
+    out.close()
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # the test trusts the adapter's fresh self-signed certificate
+    a = AdapterProcess(port, proc, log, ctx)
+    try:
+        wait_http(f"{a.url}/readyz", "adapter", timeout=30, context=ctx)
+    except AssertionError:
+        stop_adapter(a)
+        raise AssertionError("adapter did not become ready:\n" + log.read_text()[-3000:]) from None
+    return a
+
+
+def stop_adapter(a: AdapterProcess) -> None:
+    if a.proc.poll() is None:
+        a.proc.terminate()
+        try:
+            a.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            a.proc.kill()
+            a.proc.wait()
