@@ -103,18 +103,24 @@ def prometheus_settings(a: argparse.Namespace) -> PrometheusSettings:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="promhpa-adapter", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command")
-    serve = sub.add_parser("serve", help="serve the metrics APIs (the default)")
-    check = sub.add_parser(
-        "check-config", help="validate a rule file; with --prometheus-url show what it serves"
+def check_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="promhpa-adapter check-config",
+        description="Validate a rule file; with --prometheus-url, show what each rule serves.",
     )
-    check.add_argument("config", help="the rule file (prometheus-adapter format)")
-    check.add_argument("--prometheus-url", help="Prometheus to discover series from")
-    check.add_argument("--metrics-max-age", type=_duration, default=timedelta(minutes=10))
-    for target in (p, serve):
-        _serve_flags(target)
+    p.add_argument("config", help="the rule file (prometheus-adapter format)")
+    p.add_argument("--prometheus-url", help="Prometheus to discover series from")
+    p.add_argument("--metrics-max-age", type=_duration, default=timedelta(minutes=10))
+    return p
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="promhpa-adapter",
+        description=__doc__.splitlines()[0],
+        epilog="`promhpa-adapter check-config FILE` validates a rule file.",
+    )
+    _serve_flags(p)
     return p
 
 
@@ -222,13 +228,11 @@ async def serve(a: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "check-config":
-        a = build_parser().parse_args(args)
-        return asyncio.run(check_config(a.config, a.prometheus_url, a.metrics_max_age))
+        c = check_parser().parse_args(args[1:])
+        return asyncio.run(check_config(c.config, c.prometheus_url, c.metrics_max_age))
     if args and args[0] == "serve":
         args = args[1:]
-    parser = argparse.ArgumentParser(prog="promhpa-adapter", description=__doc__.splitlines()[0])
-    _serve_flags(parser)
-    a = parser.parse_args(args)
+    a = serve_parser().parse_args(args)
     try:
         return asyncio.run(serve(a))
     except ConfigError as e:
