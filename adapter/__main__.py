@@ -18,12 +18,16 @@ import structlog
 from aiohttp import web
 
 from shared.durations import DurationError, parse_duration
+from shared.kube import Kube, KubeError
+from shared.kube import load as load_kube
 from shared.logging import configure
 
 from .app import AdapterMetrics, build_app
+from .auth import Authenticator, add_client_ca, load_requestheader_config
 from .check_config import check_config
 from .config import Config, ConfigError, load_config, parse_config
 from .default_rules import DEFAULT_RULES
+from .objects import ObjectCache
 from .prometheus import Prometheus, PrometheusSettings
 from .registry import Registry
 from .tls import self_signed, server_context
@@ -167,6 +171,15 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="serve without authentication or authorization (local use; loopback only)",
     )
+    p.add_argument(
+        "--kubeconfig", help="kubeconfig for the Kubernetes API (default: in-cluster, then ~/.kube/config)"
+    )
+    p.add_argument(
+        "--auth-cache-ttl",
+        type=_duration,
+        default=timedelta(seconds=10),
+        help="how long TokenReview and SubjectAccessReview answers are reused (default 10s)",
+    )
     p.add_argument("--log-format", choices=("json", "console"), default="json")
     p.add_argument("--log-level", default="info")
 
@@ -177,30 +190,41 @@ def load_rules(path: str | None) -> Config:
 
 async def serve(a: argparse.Namespace) -> int:
     configure(json=a.log_format == "json", level=a.log_level)
-    if not a.insecure_skip_auth:
-        log.error(
-            "delegated authentication is not available in this build; start with --insecure-skip-auth "
-            "on a loopback address for local use"
+    kube: Kube | None = None
+    middlewares = []
+    requestheader = None
+    if a.insecure_skip_auth:
+        if not ipaddress.ip_address(a.bind_address).is_loopback:
+            log.error("--insecure-skip-auth only binds to loopback", bind_address=a.bind_address)
+            return 2
+        log.warning(
+            "authentication and authorization are OFF (--insecure-skip-auth)", bind_address=a.bind_address
         )
-        return 2
-    if not ipaddress.ip_address(a.bind_address).is_loopback:
-        log.error("--insecure-skip-auth only binds to loopback", bind_address=a.bind_address)
-        return 2
-    log.warning(
-        "authentication and authorization are OFF (--insecure-skip-auth)", bind_address=a.bind_address
-    )
+        if a.kubeconfig:
+            kube = Kube(load_kube(a.kubeconfig))
+    else:
+        try:
+            kube = Kube(load_kube(a.kubeconfig))
+            requestheader = await load_requestheader_config(kube)
+        except (KubeError, OSError, ValueError) as e:
+            log.error("cannot set up delegated authentication", error=str(e))
+            return 2
+        middlewares.append(Authenticator(kube, requestheader, a.auth_cache_ttl.total_seconds()).middleware())
     config = load_rules(a.config)
     metrics = AdapterMetrics()
     prometheus = Prometheus(
         prometheus_settings(a), cache_ttl=a.query_cache_ttl.total_seconds(), on_query=metrics.observe_query
     )
     registry = Registry(config, prometheus, a.metrics_max_age or a.metrics_relist_interval)
+    objects = ObjectCache(kube) if kube is not None else None
     app = build_app(
         config,
         prometheus,
         registry,
         relist_interval=a.metrics_relist_interval.total_seconds(),
         metrics=metrics,
+        lister=objects,
+        middlewares=middlewares,
     )
     if a.tls_cert_file and a.tls_private_key_file:
         cert, key = Path(a.tls_cert_file), Path(a.tls_private_key_file)
@@ -208,7 +232,10 @@ async def serve(a: argparse.Namespace) -> int:
         cert, key = self_signed(Path(a.cert_dir), a.cert_dns_name)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, a.bind_address, a.secure_port, ssl_context=server_context(cert, key))
+    ctx = server_context(cert, key)
+    if requestheader is not None:
+        add_client_ca(ctx, requestheader)
+    site = web.TCPSite(runner, a.bind_address, a.secure_port, ssl_context=ctx)
     await site.start()
     log.info(
         "serving",
@@ -222,6 +249,8 @@ async def serve(a: argparse.Namespace) -> int:
         await asyncio.Event().wait()
     finally:
         await runner.cleanup()
+        if objects is not None:
+            objects.close()
     return 0
 
 

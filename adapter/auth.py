@@ -1,0 +1,224 @@
+"""Delegated authentication and authorization, as an aggregated API server must do.
+
+Authentication, in order:
+1. a client certificate signed by the *requestheader* CA with an allowed common name (the
+   kube-apiserver's front proxy): the user is in ``X-Remote-User``, groups in
+   ``X-Remote-Group``, extras in ``X-Remote-Extra-*``;
+2. a bearer token, checked with a ``TokenReview``;
+3. anything else: 401.
+Authorization: a ``SubjectAccessReview`` for the request (resource attributes for API
+paths, non-resource attributes for ``/metrics``), cached briefly. ``/healthz``, ``/livez``
+and ``/readyz`` are open. The CA, allowed names and header names come from the
+``kube-system/extension-apiserver-authentication`` ConfigMap, as the kube-apiserver
+publishes them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ssl
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from aiohttp import web
+from cachetools import TTLCache
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+
+from shared.kube import Kube, KubeError
+
+from .requests import BadRequest, NotFound, parse_path
+from .wire import status
+
+log = structlog.get_logger("adapter.auth")
+OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    groups: tuple[str, ...] = ()
+    extra: dict[str, list[str]] = field(default_factory=dict)
+    uid: str = ""
+
+
+@dataclass(frozen=True)
+class RequestHeaderConfig:
+    client_ca_pem: str
+    allowed_names: tuple[str, ...]
+    username_headers: tuple[str, ...] = ("X-Remote-User",)
+    group_headers: tuple[str, ...] = ("X-Remote-Group",)
+    extra_prefixes: tuple[str, ...] = ("X-Remote-Extra-",)
+
+
+def _json_list(text: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    import json
+
+    if not text:
+        return default
+    try:
+        return tuple(str(v) for v in json.loads(text))
+    except ValueError:
+        return default
+
+
+async def load_requestheader_config(kube: Kube) -> RequestHeaderConfig:
+    cm = await kube.get("/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication")
+    data = cm.get("data", {})
+    if "requestheader-client-ca-file" not in data:
+        raise KubeError(
+            0,
+            "kube-system/extension-apiserver-authentication has no requestheader-client-ca-file: "
+            "is the kube-apiserver's aggregation layer configured?",
+        )
+    return RequestHeaderConfig(
+        client_ca_pem=data["requestheader-client-ca-file"],
+        allowed_names=_json_list(data.get("requestheader-allowed-names"), ()),
+        username_headers=_json_list(data.get("requestheader-username-headers"), ("X-Remote-User",)),
+        group_headers=_json_list(data.get("requestheader-group-headers"), ("X-Remote-Group",)),
+        extra_prefixes=_json_list(data.get("requestheader-extra-headers-prefix"), ("X-Remote-Extra-",)),
+    )
+
+
+def add_client_ca(ctx: ssl.SSLContext, cfg: RequestHeaderConfig) -> None:
+    """Ask clients for a certificate (optional) and verify it against the requestheader CA."""
+    with tempfile.NamedTemporaryFile("w", suffix=".crt") as f:
+        f.write(cfg.client_ca_pem)
+        f.flush()
+        ctx.load_verify_locations(f.name)
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+
+
+def _peer_common_name(request: web.Request) -> str | None:
+    transport = request.transport
+    sslobj = transport.get_extra_info("ssl_object") if transport else None
+    if sslobj is None:
+        return None
+    der = sslobj.getpeercert(binary_form=True)
+    if not der:
+        return None
+    cert = x509.load_der_x509_certificate(der)
+    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(names[0].value) if names else ""
+
+
+def _attributes(request: web.Request, user: User) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "user": user.name,
+        "groups": list(user.groups),
+        "extra": user.extra,
+        "uid": user.uid,
+    }
+    try:
+        req = parse_path(request.path, {})
+    except (BadRequest, NotFound):
+        req = None
+    if req is None or not request.path.startswith("/apis/") or req.kind == "discovery":
+        spec["nonResourceAttributes"] = {"path": request.path, "verb": "get"}
+        return spec
+    attrs: dict[str, Any] = {
+        "group": req.group,
+        "version": req.version,
+        "verb": "get" if req.name else "list",
+    }
+    if req.kind == "object" and req.resource is not None:
+        attrs["resource"] = req.resource.resource
+        attrs["subresource"] = req.metric
+        attrs["name"] = req.name or "*"
+    elif req.kind == "external":
+        attrs["resource"] = req.metric
+    else:
+        attrs["resource"] = req.kind
+        if req.name:
+            attrs["name"] = req.name
+    if req.namespace:
+        attrs["namespace"] = req.namespace
+    spec["resourceAttributes"] = attrs
+    return spec
+
+
+class Authenticator:
+    def __init__(self, kube: Kube, cfg: RequestHeaderConfig, cache_ttl: float = 10.0) -> None:
+        self.kube, self.cfg = kube, cfg
+        self._tokens: TTLCache[str, User | None] = TTLCache(maxsize=10_000, ttl=cache_ttl)
+        self._decisions: TTLCache[str, tuple[bool, str]] = TTLCache(maxsize=10_000, ttl=cache_ttl)
+
+    async def authenticate(self, request: web.Request) -> User | None:
+        cn = _peer_common_name(request)
+        if cn is not None and (not self.cfg.allowed_names or cn in self.cfg.allowed_names):
+            name = next((request.headers[h] for h in self.cfg.username_headers if request.headers.get(h)), "")
+            if name:
+                groups = tuple(v for h in self.cfg.group_headers for v in request.headers.getall(h, []))
+                extra: dict[str, list[str]] = {}
+                for key, value in request.headers.items():
+                    for prefix in self.cfg.extra_prefixes:
+                        if key.lower().startswith(prefix.lower()):
+                            extra.setdefault(key[len(prefix) :].lower(), []).append(value)
+                return User(name, groups, extra)
+        auth = request.headers.get("Authorization", "")
+        if auth.lower().startswith("bearer "):
+            return await self._token(auth[7:].strip())
+        return None
+
+    async def _token(self, token: str) -> User | None:
+        key = hashlib.sha256(token.encode()).hexdigest()
+        if key in self._tokens:
+            return self._tokens[key]
+        review = await self.kube.post(
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}},
+        )
+        st = review.get("status", {})
+        user = None
+        if st.get("authenticated"):
+            u = st.get("user", {})
+            user = User(
+                u.get("username", ""),
+                tuple(u.get("groups") or ()),
+                dict(u.get("extra") or {}),
+                u.get("uid", ""),
+            )
+        self._tokens[key] = user
+        return user
+
+    async def authorize(self, request: web.Request, user: User) -> tuple[bool, str]:
+        spec = _attributes(request, user)
+        key = hashlib.sha256(repr(sorted(spec.items(), key=lambda kv: kv[0])).encode()).hexdigest()
+        if key in self._decisions:
+            return self._decisions[key]
+        review = await self.kube.post(
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec},
+        )
+        st = review.get("status", {})
+        decision = (bool(st.get("allowed")), str(st.get("reason", "")))
+        self._decisions[key] = decision
+        return decision
+
+    def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+        @web.middleware
+        async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+            if request.path in OPEN_PATHS:
+                return await handler(request)
+            try:
+                user = await self.authenticate(request)
+                if user is None:
+                    return web.json_response(status(401, "Unauthorized", "Unauthorized"), status=401)
+                allowed, reason = await self.authorize(request, user)
+            except KubeError as e:
+                log.warning("delegated auth failed", error=str(e))
+                return web.json_response(
+                    status(503, "ServiceUnavailable", f"delegated auth unavailable: {e}"), status=503
+                )
+            if not allowed:
+                msg = f'user "{user.name}" cannot get path "{request.path}"' + (
+                    f": {reason}" if reason else ""
+                )
+                return web.json_response(status(403, "Forbidden", msg), status=403)
+            return await handler(request)
+
+        return check

@@ -1,0 +1,125 @@
+"""Kubernetes API access for both processes: the kubernetes client, off the event loop.
+
+One small surface -- ``get``, ``post``, ``list``, ``watch`` on raw paths -- over the
+official client's ``ApiClient`` (authentication, TLS and kubeconfig/in-cluster loading are
+the client's). Callers work with plain dicts in the wire format; every blocking call runs
+in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import kubernetes
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+
+class KubeError(Exception):
+    """A Kubernetes API call failed; ``status`` is the HTTP code (0: no answer)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
+    """A client from --kubeconfig, else in-cluster config, else the default kubeconfig."""
+    conf = kubernetes.client.Configuration()
+    if kubeconfig:
+        kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
+    else:
+        try:
+            kubernetes.config.load_incluster_config(client_configuration=conf)
+        except kubernetes.config.ConfigException:
+            kubernetes.config.load_kube_config(client_configuration=conf)
+    return kubernetes.client.ApiClient(conf)
+
+
+@dataclass
+class Kube:
+    api: kubernetes.client.ApiClient
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: list[tuple[str, str]] | None = None,
+        timeout: float = 30,
+    ) -> Any:
+        """One request through the client's auth and TLS; raises KubeError on non-2xx."""
+        try:
+            m, url, headers, data, post = self.api.param_serialize(
+                method=method,
+                resource_path=path,
+                query_params=query or [],
+                body=body,
+                header_params={"Accept": "application/json", "Content-Type": "application/json"},
+                auth_settings=["BearerToken"],
+            )
+            resp = self.api.call_api(
+                m, url, header_params=headers, body=data, post_params=post, _request_timeout=timeout
+            )
+        except (ApiException, Urllib3Error, OSError) as e:
+            raise KubeError(getattr(e, "status", 0) or 0, f"{method} {path}: {e}") from None
+        if not 200 <= resp.status < 300:
+            text = resp.read() or b""
+            try:
+                message = json.loads(text).get("message") or resp.reason
+            except ValueError:
+                message = resp.reason
+            raise KubeError(resp.status, f"{method} {path}: {message}")
+        return resp
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: list[tuple[str, str]] | None = None,
+        timeout: float = 30,
+    ) -> Any:
+        return json.loads(self._request(method, path, body, query, timeout).read() or b"{}")
+
+    def get_sync(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
+        return self._call("GET", path, query=query)
+
+    async def get(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
+        return await asyncio.to_thread(self._call, "GET", path, None, query)
+
+    async def post(self, path: str, body: Any) -> Any:
+        return await asyncio.to_thread(self._call, "POST", path, body)
+
+    def watch_sync(
+        self, path: str, resource_version: str, timeout_seconds: int = 300
+    ) -> Iterator[dict[str, Any]]:
+        """Blocking iterator of watch events (type, object) until the server ends the watch."""
+        query = [
+            ("watch", "1"),
+            ("resourceVersion", resource_version),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        stream = self._request("GET", path, None, query, timeout_seconds + 30).response
+        buffer = b""
+        try:
+            for chunk in stream.stream(65536, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+        except (Urllib3Error, OSError) as e:
+            raise KubeError(0, f"watch {path}: {e}") from None
+        finally:
+            stream.release_conn()
+
+
+def resource_path(group: str, version: str, resource: str, namespace: str | None = None) -> str:
+    base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
+    return f"{base}/namespaces/{namespace}/{resource}" if namespace else f"{base}/{resource}"
