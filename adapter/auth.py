@@ -158,6 +158,9 @@ class Authenticator:
                     for prefix in self.cfg.extra_prefixes:
                         if key.lower().startswith(prefix.lower()):
                             extra.setdefault(key[len(prefix) :].lower(), []).append(value)
+                # like the generic apiserver: every authenticated user is in system:authenticated
+                if "system:authenticated" not in groups:
+                    groups += ("system:authenticated",)
                 return User(name, groups, extra)
         auth = request.headers.get("Authorization", "")
         if auth.lower().startswith("bearer "):
@@ -186,6 +189,8 @@ class Authenticator:
         return user
 
     async def authorize(self, request: web.Request, user: User) -> tuple[bool, str]:
+        if "system:masters" in user.groups:  # the generic apiserver's privileged group: no review
+            return True, "system:masters"
         spec = _attributes(request, user)
         key = hashlib.sha256(repr(sorted(spec.items(), key=lambda kv: kv[0])).encode()).hexdigest()
         if key in self._decisions:
@@ -207,6 +212,9 @@ class Authenticator:
             try:
                 user = await self.authenticate(request)
                 if user is None:
+                    log.info(
+                        "unauthenticated request", path=request.path, client_cert=_peer_common_name(request)
+                    )
                     return web.json_response(status(401, "Unauthorized", "Unauthorized"), status=401)
                 allowed, reason = await self.authorize(request, user)
             except KubeError as e:
@@ -215,6 +223,9 @@ class Authenticator:
                     status(503, "ServiceUnavailable", f"delegated auth unavailable: {e}"), status=503
                 )
             if not allowed:
+                log.info(
+                    "forbidden", path=request.path, user=user.name, groups=list(user.groups), reason=reason
+                )
                 msg = f'user "{user.name}" cannot get path "{request.path}"' + (
                     f": {reason}" if reason else ""
                 )

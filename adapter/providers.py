@@ -224,15 +224,14 @@ class Providers:
 
     def discovery(self, req: MetricRequest) -> list[tuple[str, bool, str]]:
         if req.group == CUSTOM:
-            out = []
+            out: list[tuple[str, bool, str]] = []
+            seen: set[GroupResource] = set()
             for gr, metric in self.registry.custom_resources():
-                out.append(
-                    (
-                        f"{gr}/{metric}",
-                        gr not in (NAMESPACES, NODES) and gr.resource != "persistentvolumes",
-                        "MetricValueList",
-                    )
-                )
+                scoped = gr not in (NAMESPACES, NODES) and gr.resource != "persistentvolumes"
+                if gr not in seen:  # a plain entry too: kubectl api-resources hides names with a '/'
+                    seen.add(gr)
+                    out.append((str(gr), scoped, "MetricValueList"))
+                out.append((f"{gr}/{metric}", scoped, "MetricValueList"))
             return out
         if req.group == EXTERNAL:
             return [(m, True, "ExternalMetricValueList") for m in self.registry.external_metrics()]

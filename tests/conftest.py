@@ -16,3 +16,7 @@ def conformance_dir() -> Path:
     if not (CONFORMANCE / "hpa").is_dir():
         pytest.skip(f"conformance cases not found at {CONFORMANCE} (set PROMHPA_CONFORMANCE)")
     return CONFORMANCE
+
+
+# the real Kubernetes control plane, shared by every test that needs it (session-scoped)
+from tests.cluster_fixture import cluster  # noqa: E402, F401

@@ -172,17 +172,31 @@ class AdapterProcess:
             with urllib.request.urlopen(self.url + path, timeout=15, context=self.ctx) as r:
                 return r.status, json.loads(r.read())
         except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read())
+            with e:  # an error response holds its socket until closed
+                return e.code, json.loads(e.read())
 
     def text(self, path: str) -> str:
         with urllib.request.urlopen(self.url + path, timeout=10, context=self.ctx) as r:
             return str(r.read().decode())
 
 
-def start_adapter(directory: Path, prometheus_url: str, config: str, *extra: str) -> AdapterProcess:
+def start_adapter_on(
+    port: int, directory: Path, prometheus_url: str, config: str, *extra: str, insecure: bool = True
+) -> AdapterProcess:
+    return start_adapter(directory, prometheus_url, config, *extra, insecure=insecure, port=port)
+
+
+def start_adapter(
+    directory: Path,
+    prometheus_url: str,
+    config: str,
+    *extra: str,
+    insecure: bool = True,
+    port: int | None = None,
+) -> AdapterProcess:
     cfg = directory / "adapter.yaml"
     cfg.write_text(config)
-    port = free_port()
+    port = port or free_port()
     log = directory / "adapter.log"
     out = open(log, "ab")  # noqa: SIM115 - owned by the child
     proc = subprocess.Popen(
@@ -190,7 +204,7 @@ def start_adapter(directory: Path, prometheus_url: str, config: str, *extra: str
             sys.executable,
             "-m",
             "adapter",
-            "--insecure-skip-auth",
+            *(["--insecure-skip-auth"] if insecure else []),
             "--bind-address=127.0.0.1",
             f"--secure-port={port}",
             f"--prometheus-url={prometheus_url}",

@@ -1,0 +1,273 @@
+"""The adapter behind the real kube-apiserver's aggregation layer.
+
+Registered as a cluster would do it (ExternalName Service to 127.0.0.1, APIServices with a
+real caBundle, a serving certificate for promhpa-adapter.promhpa.svc), running as a process
+with a ServiceAccount's token and exactly the RBAC it is granted, serving the pods of a real
+Deployment run by kwok.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from localcluster import Cluster, adapter_manifests, service_account_kubeconfig
+
+from adapter.tls import self_signed
+
+from .conftest import (
+    AdapterProcess,
+    Exporter,
+    PrometheusProcess,
+    free_port,
+    start_adapter_on,
+    stop_adapter,
+    wait_until,
+)
+
+pytestmark = pytest.mark.cluster
+
+NS, SERVICE = "promhpa", "promhpa-adapter"
+CONFIG = """
+rules:
+- seriesQuery: '{__name__=~"^agg_.*",namespace!="",pod!=""}'
+  resources:
+    overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
+  name: {matches: "^agg_(.*)$", as: "${1}"}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+externalRules:
+- seriesQuery: '{__name__="agg_queue_messages"}'
+  resources:
+    overrides: {namespace: {resource: namespace}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+resourceRules:
+  cpu:
+    containerQuery: 'sum(agg_container_cpu{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+    nodeQuery: 'sum(agg_node_cpu{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+    resources:
+      overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}
+    containerLabel: container
+  window: 1m
+"""
+
+
+def apply(cluster: Cluster, objects: list[dict[str, Any]]) -> None:
+    cluster.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+    )
+
+
+def pod_names(cluster: Cluster, ns: str, selector: str) -> list[str]:
+    pods = json.loads(cluster.kubectl("-n", ns, "get", "pods", "-l", selector, "-o", "json").stdout)["items"]
+    return sorted(p["metadata"]["name"] for p in pods if p["status"].get("phase") == "Running")
+
+
+@pytest.fixture(scope="module")
+def registered(
+    cluster: Cluster,
+    exporter: Exporter,
+    prometheus: PrometheusProcess,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[AdapterProcess, list[str]]]:
+    work = tmp_path_factory.mktemp("aggregated")
+    port = free_port()
+    cert, key = self_signed(work / "certs", [f"{SERVICE}.{NS}.svc"])
+    apply(cluster, adapter_manifests(NS, SERVICE, port, cert.read_bytes(), resource_metrics=True))
+    kubeconfig = service_account_kubeconfig(cluster, NS, SERVICE, work / "adapter.kubeconfig")
+    cluster.kubectl("create", "namespace", "shop")
+    cluster.kubectl(
+        "-n", "shop", "create", "deployment", "web", "--image=example.invalid/web", "--replicas=2"
+    )
+    wait_until(lambda: len(pod_names(cluster, "shop", "app=web")) == 2, timeout=60, what="2 running web pods")
+    pods = pod_names(cluster, "shop", "app=web")
+    for i, name in enumerate(pods):
+        exporter.set(f'agg_requests{{namespace="shop",pod="{name}"}}', 10 * (i + 1))
+        exporter.set(f'agg_container_cpu{{namespace="shop",pod="{name}",container="web"}}', 0.1 * (i + 1))
+    exporter.set('agg_requests{namespace="shop",pod="not-a-web-pod"}', 999)
+    exporter.set('agg_queue_messages{namespace="shop",queue="orders"}', 17)
+    wait_until(lambda: len(prometheus.query("agg_requests")) == 3, what="scrape")
+    wait_until(lambda: prometheus.query("agg_queue_messages") != [], what="scrape")
+    a = start_adapter_on(
+        port,
+        work,
+        prometheus.url,
+        CONFIG,
+        f"--kubeconfig={kubeconfig}",
+        f"--tls-cert-file={cert}",
+        f"--tls-private-key-file={key}",
+        "--query-cache-ttl=0s",
+        insecure=False,
+    )
+
+    def available() -> bool:
+        out = json.loads(cluster.kubectl("get", "apiservices", "-o", "json").stdout)["items"]
+        mine = [s for s in out if s["spec"].get("service")]
+        return len(mine) == 4 and all(
+            any(
+                c["type"] == "Available" and c["status"] == "True"
+                for c in s.get("status", {}).get("conditions", [])
+            )
+            for s in mine
+        )
+
+    try:
+        wait_until(available, timeout=60, what="APIServices Available")
+        yield a, pods
+    finally:
+        stop_adapter(a)
+
+
+def raw(cluster: Cluster, path: str, kubeconfig: Path | None = None) -> tuple[int, dict[str, Any]]:
+    out = cluster.kubectl("get", "--raw", path, check=False, kubeconfig=kubeconfig)
+    if out.returncode == 0:
+        return 0, json.loads(out.stdout)
+    return out.returncode, {"stderr": out.stderr}
+
+
+def test_apiservices_are_available_and_listed(
+    cluster: Cluster, registered: tuple[AdapterProcess, list[str]]
+) -> None:
+    versions = cluster.kubectl("api-versions").stdout.split()
+    assert {
+        "custom.metrics.k8s.io/v1beta2",
+        "custom.metrics.k8s.io/v1beta1",
+        "external.metrics.k8s.io/v1beta1",
+        "metrics.k8s.io/v1beta1",
+    } <= set(versions)
+    resources = cluster.kubectl("api-resources").stdout
+    for group in (
+        "custom.metrics.k8s.io/v1beta2",
+        "external.metrics.k8s.io/v1beta1",
+        "metrics.k8s.io/v1beta1",
+    ):
+        assert group in resources
+    _, listing = raw(cluster, "/apis/custom.metrics.k8s.io/v1beta2")
+    assert "pods/requests" in {r["name"] for r in listing["resources"]}
+
+
+def test_custom_metric_for_deployment_pods_through_the_aggregator(
+    cluster: Cluster, registered: tuple[AdapterProcess, list[str]]
+) -> None:
+    _, pods = registered
+    code, body = raw(
+        cluster, "/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/pods/*/requests?labelSelector=app%3Dweb"
+    )
+    assert code == 0, body
+    assert {i["describedObject"]["name"]: i["value"] for i in body["items"]} == {pods[0]: "10", pods[1]: "20"}
+
+
+def test_external_metric_through_the_aggregator(
+    cluster: Cluster, registered: tuple[AdapterProcess, list[str]]
+) -> None:
+    code, body = raw(cluster, "/apis/external.metrics.k8s.io/v1beta1/namespaces/shop/agg_queue_messages")
+    assert code == 0, body
+    assert [(i["metricLabels"], i["value"]) for i in body["items"]] == [({"queue": "orders"}, "17")]
+
+
+def test_resource_metrics_through_the_aggregator(
+    cluster: Cluster, registered: tuple[AdapterProcess, list[str]]
+) -> None:
+    _, pods = registered
+    code, body = raw(cluster, "/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods?labelSelector=app%3Dweb")
+    assert code == 0, body
+    usage = {i["metadata"]["name"]: i["containers"][0]["usage"]["cpu"] for i in body["items"]}
+    assert usage == {pods[0]: "100m", pods[1]: "200m"}
+
+
+def test_direct_request_without_credentials_is_401(registered: tuple[AdapterProcess, list[str]]) -> None:
+    adapter, _ = registered
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(f"{adapter.url}/apis/custom.metrics.k8s.io/v1beta2", context=ctx, timeout=10)
+    with e.value:
+        assert e.value.code == 401
+        assert json.loads(e.value.read())["reason"] == "Unauthorized"
+
+
+def _reader(cluster: Cluster, name: str, grant: bool, tmp: Path) -> Path:
+    cluster.kubectl("-n", "shop", "create", "serviceaccount", name)
+    if grant:
+        apply(
+            cluster,
+            [
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRole",
+                    "metadata": {"name": f"{name}-metrics"},
+                    "rules": [
+                        {
+                            "apiGroups": ["custom.metrics.k8s.io", "external.metrics.k8s.io"],
+                            "resources": ["*"],
+                            "verbs": ["get", "list"],
+                        }
+                    ],
+                },
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRoleBinding",
+                    "metadata": {"name": f"{name}-metrics"},
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "ClusterRole",
+                        "name": f"{name}-metrics",
+                    },
+                    "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "shop"}],
+                },
+            ],
+        )
+    return service_account_kubeconfig(cluster, "shop", name, tmp / f"{name}.kubeconfig")
+
+
+def test_service_account_without_rbac_gets_403(
+    cluster: Cluster, registered: tuple[AdapterProcess, list[str]], tmp_path: Path
+) -> None:
+    kc = _reader(cluster, "no-grants", grant=False, tmp=tmp_path)
+    out = cluster.kubectl(
+        "get",
+        "--raw",
+        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/pods/*/requests",
+        check=False,
+        kubeconfig=kc,
+    )
+    assert out.returncode != 0
+    assert "Forbidden" in out.stderr or "forbidden" in out.stderr
+
+
+def test_service_account_with_rbac_gets_200(
+    cluster: Cluster, registered: tuple[AdapterProcess, list[str]], tmp_path: Path
+) -> None:
+    kc = _reader(cluster, "metrics-reader", grant=True, tmp=tmp_path)
+    code, body = raw(
+        cluster,
+        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/pods/*/requests?labelSelector=app%3Dweb",
+        kubeconfig=kc,
+    )
+    assert code == 0, body
+    assert len(body["items"]) == 2
+
+
+def test_bearer_token_straight_to_the_adapter_is_reviewed(
+    cluster: Cluster, registered: tuple[AdapterProcess, list[str]]
+) -> None:
+    adapter, _ = registered
+    cluster.kubectl("-n", "shop", "create", "serviceaccount", "direct", check=False)
+    token = cluster.kubectl("-n", "shop", "create", "token", "direct").stdout.strip()
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    req = urllib.request.Request(
+        f"{adapter.url}/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/pods/x/requests",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as e:  # authenticated by TokenReview, refused by SAR
+        urllib.request.urlopen(req, context=ctx, timeout=10)
+    with e.value:
+        assert e.value.code == 403
