@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv lint test demo conformance cluster-tools cluster cluster-down clean
+.PHONY: venv lint test demo conformance cluster-tools cluster cluster-down bench-adapter clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ cluster: venv cluster-tools
 
 cluster-down: venv
 	$(BIN)/python hack/localcluster.py down --dir .cluster
+
+# Serving and discovery figures against a real Prometheus, printed as a table (loopback only).
+bench-adapter: venv cluster-tools
+	$(BIN)/python benchmarks/bench_adapter.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info
