@@ -30,13 +30,17 @@ class KubeError(Exception):
 def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
     """A client from --kubeconfig, else in-cluster config, else the default kubeconfig."""
     conf = kubernetes.client.Configuration()
-    if kubeconfig:
-        kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
-    else:
-        try:
-            kubernetes.config.load_incluster_config(client_configuration=conf)
-        except kubernetes.config.ConfigException:
-            kubernetes.config.load_kube_config(client_configuration=conf)
+    try:
+        if kubeconfig:
+            kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
+        else:
+            try:
+                kubernetes.config.load_incluster_config(client_configuration=conf)
+            except kubernetes.config.ConfigException:
+                kubernetes.config.load_kube_config(client_configuration=conf)
+    except (kubernetes.config.ConfigException, OSError) as e:
+        where = kubeconfig or "in-cluster config or ~/.kube/config"
+        raise KubeError(0, f"no usable Kubernetes credentials ({where}): {e}") from None
     return kubernetes.client.ApiClient(conf)
 
 

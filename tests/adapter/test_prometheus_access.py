@@ -1,0 +1,136 @@
+"""Prometheus access against a real Prometheus: caching, coalescing, counters through rate()."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from adapter.prometheus import Prometheus, PrometheusSettings
+
+from .conftest import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
+
+
+def counting(prometheus: PrometheusProcess, ttl: float) -> tuple[Prometheus, list[str]]:
+    calls: list[str] = []
+    return Prometheus(
+        PrometheusSettings(prometheus.url),
+        cache_ttl=ttl,
+        on_query=lambda kind, seconds, ok: calls.append(kind),
+    ), calls
+
+
+def test_identical_concurrent_queries_share_one_prometheus_query(prometheus: PrometheusProcess) -> None:
+    prom, calls = counting(prometheus, ttl=0)
+
+    async def burst() -> list[int]:
+        results = await asyncio.gather(*(prom.query("vector(7)") for _ in range(20)))
+        return [len(r) for r in results]
+
+    assert asyncio.run(burst()) == [1] * 20
+    assert calls == ["query"]
+
+
+def test_results_are_reused_for_the_cache_ttl(prometheus: PrometheusProcess) -> None:
+    prom, calls = counting(prometheus, ttl=60)
+
+    async def twice() -> None:
+        await prom.query("vector(8)")
+        await prom.query("vector(8)")
+
+    asyncio.run(twice())
+    assert calls == ["query"]
+    assert prom.cache_hits == 1
+
+
+@pytest.fixture
+def ticking_counter(exporter: Exporter) -> Iterator[None]:
+    stop = threading.Event()
+
+    def tick() -> None:
+        value = 0
+        while not stop.is_set():
+            value += 10
+            exporter.set('rate_test_requests_total{namespace="default",pod="web-0"}', value)
+            time.sleep(0.5)
+
+    t = threading.Thread(target=tick, daemon=True)
+    t.start()
+    yield
+    stop.set()
+    t.join()
+
+
+def test_counters_are_served_through_rate(
+    ticking_counter: None, exporter: Exporter, prometheus: PrometheusProcess, tmp_path: object
+) -> None:
+    config = """
+rules:
+- seriesQuery: '{__name__="rate_test_requests_total",namespace!="",pod!=""}'
+  resources: {template: <<.Resource>>}
+  name: {matches: "^(.*)_total$", as: "${1}_per_second"}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[10s])) by (<<.GroupBy>>)'
+"""
+
+    def window_full() -> bool:  # rate() under-reports while the series is younger than its window
+        r = prometheus.query("rate(rate_test_requests_total[10s])")
+        return bool(r) and float(r[0]["value"][1]) >= 15
+
+    wait_until(window_full, timeout=30, what="a full 10s window of the counter")
+    a: AdapterProcess = start_adapter(tmp_path, prometheus.url, config, "--query-cache-ttl=0s")  # type: ignore[arg-type]
+    try:
+        code, body = a.get(
+            "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/web-0/rate_test_requests_per_second"
+        )
+        assert code == 200
+        value = body["items"][0]["value"]
+        per_second = float(value[:-1]) / 1000 if value.endswith("m") else float(value)
+        assert 15 <= per_second <= 25  # +10 every 0.5s
+    finally:
+        stop_adapter(a)
+
+
+def test_insecure_mode_refuses_a_non_loopback_bind_address() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "adapter",
+            "--insecure-skip-auth",
+            "--bind-address=0.0.0.0",
+            "--prometheus-url=http://127.0.0.1:1",
+            "--log-format=console",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert out.returncode == 2
+    assert "only binds to loopback" in out.stdout + out.stderr
+
+
+def test_secure_mode_without_a_cluster_fails_clearly(tmp_path: object) -> None:
+    missing = f"{tmp_path}/no-such-kubeconfig"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "adapter",
+            "--bind-address=127.0.0.1",
+            "--prometheus-url=http://127.0.0.1:1",
+            f"--kubeconfig={missing}",
+            "--log-format=console",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert out.returncode == 2
+    assert "cannot set up delegated authentication" in out.stdout + out.stderr
