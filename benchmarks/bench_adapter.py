@@ -35,7 +35,7 @@ from adapter.config import GroupResource, parse_config  # noqa: E402
 from adapter.prometheus import Prometheus, PrometheusSettings  # noqa: E402
 from adapter.registry import Registry  # noqa: E402
 from shared.selectors import Selector  # noqa: E402
-from tests.adapter.conftest import Exporter, PrometheusProcess, prometheus_binary, wait_until  # noqa: E402
+from tests.support import Exporter, PrometheusProcess, prometheus_binary, wait_until  # noqa: E402
 
 CONFIG = """
 rules:

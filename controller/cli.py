@@ -10,11 +10,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 
 from controller.engine import Decision, SnapshotError, decide, parse_snapshot
 from controller.engine.explain import explain
-from controller.engine.model import History
+from controller.engine.model import FeatureGates, History, Settings
 from controller.snapshot_files import SnapshotFileError, load_documents
+from shared.durations import DurationError, parse_duration
 
 EXIT_MALFORMED = 2
 
@@ -68,6 +70,105 @@ def _report(name: str, message: str, explaining: bool) -> None:
         print(json.dumps({"error": f"{name}: {message}"}))
 
 
+def _duration(text: str) -> timedelta:
+    try:
+        return parse_duration(text)
+    except DurationError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _settings(a: argparse.Namespace) -> Settings:
+    gates = dict(g.split("=", 1) for g in a.feature_gates.split(",") if "=" in g) if a.feature_gates else {}
+    return Settings(
+        tolerance=a.horizontal_pod_autoscaler_tolerance,
+        cpu_initialization_period=a.horizontal_pod_autoscaler_cpu_initialization_period,
+        initial_readiness_delay=a.horizontal_pod_autoscaler_initial_readiness_delay,
+        downscale_stabilization_window=a.horizontal_pod_autoscaler_downscale_stabilization,
+        feature_gates=FeatureGates(
+            hpa_configurable_tolerance=gates.get("HPAConfigurableTolerance", "true").lower() == "true",
+            hpa_scale_to_zero=gates.get("HPAScaleToZero", "false").lower() == "true",
+        ),
+    )
+
+
+def _live_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, then ~/.kube/config)")
+    p.add_argument("--horizontal-pod-autoscaler-sync-period", type=_duration, default=timedelta(seconds=15))
+    p.add_argument("--horizontal-pod-autoscaler-tolerance", type=float, default=0.1)
+    p.add_argument(
+        "--horizontal-pod-autoscaler-downscale-stabilization", type=_duration, default=timedelta(minutes=5)
+    )
+    p.add_argument(
+        "--horizontal-pod-autoscaler-cpu-initialization-period", type=_duration, default=timedelta(minutes=5)
+    )
+    p.add_argument(
+        "--horizontal-pod-autoscaler-initial-readiness-delay", type=_duration, default=timedelta(seconds=30)
+    )
+    p.add_argument(
+        "--feature-gates", default="", help="e.g. HPAScaleToZero=true,HPAConfigurableTolerance=true"
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from controller.live.runner import Options, run
+    from shared.logging import configure
+
+    configure(json=args.log_format == "json", level=args.log_level)
+    opts = Options(
+        kubeconfig=args.kubeconfig,
+        settings=_settings(args),
+        sync_period=args.horizontal_pod_autoscaler_sync_period.total_seconds(),
+        workers=args.concurrent_horizontal_pod_autoscaler_syncs,
+        hpa_selector=args.hpa_selector,
+        dry_run=args.dry_run,
+        leader_elect=args.leader_elect,
+        lease_namespace=args.leader_elect_resource_namespace,
+        lease_name=args.leader_elect_resource_name,
+        bind_address=args.bind_address,
+        port=args.port,
+    )
+    try:
+        return asyncio.run(run(opts))
+    except KeyboardInterrupt:
+        return 0
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    """Write the live snapshot of one HPA, to decide or explain offline."""
+    import asyncio
+
+    import yaml
+
+    from controller.live.mapping import RESTMapper
+    from controller.live.metrics_fetch import fetch  # noqa: F401 - imported by the reconciler
+    from controller.live.reconciler import ControllerMetrics, Reconciler
+    from controller.live.writer import EventRecorder
+    from shared.informer import Informer
+    from shared.kube import Kube, KubeError, load
+
+    namespace, _, name = args.hpa.partition("/")
+    if not name:
+        print("error: give the HPA as NAMESPACE/NAME", file=sys.stderr)
+        return 2
+    try:
+        kube = Kube(load(args.kubeconfig))
+        pods = Informer(kube, "/api/v1/pods")
+        listing = kube.get_sync(f"/api/v1/namespaces/{namespace}/pods")
+        pods.objects = {(namespace, p["metadata"]["name"]): p for p in listing.get("items", [])}
+        hpas = Informer(kube, "/apis/autoscaling/v2/horizontalpodautoscalers")
+        r = Reconciler(
+            kube, RESTMapper(kube), hpas, pods, _settings(args), EventRecorder(kube), ControllerMetrics()
+        )
+        snap, _, _ = asyncio.run(r.snapshot(namespace, name))
+    except KubeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(yaml.safe_dump(snap, sort_keys=False), end="")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m controller", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -90,6 +191,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="feed each decision's history into the next snapshot of the same HPA that has none",
     )
     d.set_defaults(func=cmd_decide)
+    r = sub.add_parser("run", help="reconcile the cluster's HPAs (the live controller)")
+    _live_flags(r)
+    r.add_argument("--concurrent-horizontal-pod-autoscaler-syncs", type=int, default=5)
+    r.add_argument("--hpa-selector", default="", help="label selector: only manage HPAs that match")
+    r.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="decide and publish (events, metrics, logs) without writing scale or status",
+    )
+    r.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
+    r.add_argument("--leader-elect-resource-namespace", default="kube-system")
+    r.add_argument("--leader-elect-resource-name", default="promhpa-controller")
+    r.add_argument("--bind-address", default="0.0.0.0", help="address of /metrics and /healthz")
+    r.add_argument("--port", type=int, default=10258, help="port of /metrics and /healthz")
+    r.add_argument("--log-format", choices=("json", "console"), default="json")
+    r.add_argument("--log-level", default="info")
+    r.set_defaults(func=cmd_run)
+    s = sub.add_parser("snapshot", help="write the live snapshot of one HPA (YAML) to decide offline")
+    s.add_argument("hpa", metavar="NAMESPACE/NAME")
+    _live_flags(s)
+    s.set_defaults(func=cmd_snapshot)
     return p
 
 

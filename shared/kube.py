@@ -99,11 +99,19 @@ class Kube:
     async def post(self, path: str, body: Any) -> Any:
         return await asyncio.to_thread(self._call, "POST", path, body)
 
+    async def put(self, path: str, body: Any) -> Any:
+        return await asyncio.to_thread(self._call, "PUT", path, body)
+
     def watch_sync(
-        self, path: str, resource_version: str, timeout_seconds: int = 300
+        self,
+        path: str,
+        resource_version: str,
+        timeout_seconds: int = 300,
+        extra: list[tuple[str, str]] | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Blocking iterator of watch events (type, object) until the server ends the watch."""
         query = [
+            *(extra or []),
             ("watch", "1"),
             ("resourceVersion", resource_version),
             ("allowWatchBookmarks", "true"),

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support import Exporter, PrometheusProcess, prometheus_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFORMANCE = Path(os.environ.get("PROMHPA_CONFORMANCE", ROOT.parent / "shared" / "conformance"))
@@ -20,3 +23,18 @@ def conformance_dir() -> Path:
 
 # the real Kubernetes control plane, shared by every test that needs it (session-scoped)
 from tests.cluster_fixture import cluster  # noqa: E402, F401
+
+
+@pytest.fixture(scope="module")
+def exporter() -> Iterator[Exporter]:
+    e = Exporter()
+    yield e
+    e.close()
+
+
+@pytest.fixture(scope="module")
+def prometheus(exporter: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusProcess]:
+    p = PrometheusProcess(prometheus_binary(), tmp_path_factory.mktemp("prometheus"), exporter.port)
+    p.start()
+    yield p
+    p.stop()

@@ -20,8 +20,7 @@ import pytest
 from localcluster import Cluster, adapter_manifests, service_account_kubeconfig
 
 from adapter.tls import self_signed
-
-from .conftest import (
+from tests.support import (
     AdapterProcess,
     Exporter,
     PrometheusProcess,

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import Exporter, PrometheusProcess, wait_until
+from tests.support import Exporter, PrometheusProcess, wait_until
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -12,8 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from adapter.prometheus import Prometheus, PrometheusSettings
-
-from .conftest import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
+from tests.support import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
 
 
 def counting(prometheus: PrometheusProcess, ttl: float) -> tuple[Prometheus, list[str]]:

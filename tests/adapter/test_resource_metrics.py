@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .conftest import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
+from tests.support import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
 
 CONFIG = """
 resourceRules:

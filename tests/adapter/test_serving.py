@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import (
+from tests.support import (
     AdapterProcess,
     Exporter,
     PrometheusProcess,

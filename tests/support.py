@@ -1,5 +1,6 @@
-"""Real components for adapter tests: an exporter we control, a real Prometheus scraping
-it every second, and the adapter as a real process, all on 127.0.0.1."""
+"""Real components for tests: an exporter we control, a real Prometheus scraping it every
+second, the adapter as a real process (optionally registered with the local control
+plane's aggregation layer), all on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "hack"))
 
 import localcluster  # noqa: E402
@@ -141,21 +141,6 @@ def prometheus_binary() -> str:
     return str(path)
 
 
-@pytest.fixture(scope="module")
-def exporter() -> Iterator[Exporter]:
-    e = Exporter()
-    yield e
-    e.close()
-
-
-@pytest.fixture(scope="module")
-def prometheus(exporter: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusProcess]:
-    p = PrometheusProcess(prometheus_binary(), tmp_path_factory.mktemp("prometheus"), exporter.port)
-    p.start()
-    yield p
-    p.stop()
-
-
 @dataclass
 class AdapterProcess:
     port: int
@@ -238,3 +223,54 @@ def stop_adapter(a: AdapterProcess) -> None:
         except subprocess.TimeoutExpired:
             a.proc.kill()
             a.proc.wait()
+
+
+def register_and_start_adapter(
+    cluster: localcluster.Cluster, prometheus: PrometheusProcess, work: Path, config: str, *extra: str
+) -> AdapterProcess:
+    """The adapter registered as a cluster would do it, running with its ServiceAccount's token."""
+    import json as _json
+
+    from adapter.tls import self_signed
+
+    port = free_port()
+    cert, key = self_signed(work / "certs", ["promhpa-adapter.promhpa.svc"])
+    manifests = localcluster.adapter_manifests(
+        "promhpa", "promhpa-adapter", port, cert.read_bytes(), resource_metrics=True
+    )
+    cluster.kubectl(
+        "apply", "-f", "-", input=_json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests})
+    )
+    kubeconfig = localcluster.service_account_kubeconfig(
+        cluster, "promhpa", "promhpa-adapter", work / "adapter.kubeconfig"
+    )
+    a = start_adapter(
+        work,
+        prometheus.url,
+        config,
+        f"--kubeconfig={kubeconfig}",
+        f"--tls-cert-file={cert}",
+        f"--tls-private-key-file={key}",
+        "--query-cache-ttl=0s",
+        *extra,
+        insecure=False,
+        port=port,
+    )
+
+    def available() -> bool:
+        out = _json.loads(cluster.kubectl("get", "apiservices", "-o", "json").stdout)["items"]
+        mine = [s for s in out if s["spec"].get("service")]
+        return len(mine) == 4 and all(
+            any(
+                c["type"] == "Available" and c["status"] == "True"
+                for c in s.get("status", {}).get("conditions", [])
+            )
+            for s in mine
+        )
+
+    try:
+        wait_until(available, timeout=60, what="APIServices Available")
+    except AssertionError:
+        stop_adapter(a)
+        raise
+    return a

@@ -1,0 +1,51 @@
+"""The live state of one HPA, as a snapshot (pure): what ``decide`` reads offline too."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from controller.engine.model import History, Settings
+from controller.engine.reconcile import history_to_wire
+from shared.durations import format_duration, format_time
+
+
+def settings_to_wire(s: Settings) -> dict[str, Any]:
+    return {
+        "tolerance": s.tolerance,
+        "cpuInitializationPeriod": format_duration(s.cpu_initialization_period),
+        "initialReadinessDelay": format_duration(s.initial_readiness_delay),
+        "downscaleStabilizationWindow": format_duration(s.downscale_stabilization_window),
+        "scaleUpLimitFactor": s.scale_up_limit_factor,
+        "scaleUpLimitMinimum": s.scale_up_limit_minimum,
+        "featureGates": {
+            "HPAConfigurableTolerance": s.feature_gates.hpa_configurable_tolerance,
+            "HPAScaleToZero": s.feature_gates.hpa_scale_to_zero,
+        },
+    }
+
+
+def snapshot(
+    now: datetime,
+    settings: Settings,
+    hpa: dict[str, Any],
+    scale: dict[str, Any] | None,
+    scale_error: str | None,
+    pods: list[dict[str, Any]],
+    metrics: dict[str, list[Any]],
+    history: History | None,
+) -> dict[str, Any]:
+    snap: dict[str, Any] = {
+        "now": format_time(now) if now.microsecond == 0 else now.isoformat().replace("+00:00", "Z"),
+        "controller": settings_to_wire(settings),
+        "hpa": {k: hpa[k] for k in ("apiVersion", "kind", "metadata", "spec", "status") if k in hpa},
+        "pods": pods,
+        **metrics,
+    }
+    if scale is not None:
+        snap["scale"] = scale
+    else:
+        snap["scaleError"] = scale_error or "unknown error"
+    if history is not None:
+        snap["history"] = history_to_wire(history)
+    return snap

@@ -1,0 +1,113 @@
+"""Ask the three metrics APIs what one HPA needs, as the snapshot records it.
+
+Whoever serves them -- promhpa's adapter, metrics-server, another adapter -- the
+controller reads metrics through the kube-apiserver's aggregation layer. A failed fetch is
+recorded as a ``metricErrors`` entry, so the engine decides it exactly as upstream would
+(a broken metric never lets the HPA scale down).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from shared.kube import Kube, KubeError
+from shared.selectors import SelectorError, from_label_selector
+
+from .mapping import RESTMapper
+
+
+def _selector_text(ls: dict[str, Any] | None) -> str:
+    if not ls:
+        return ""
+    try:
+        return str(from_label_selector(ls))
+    except SelectorError:
+        return ""
+
+
+async def _custom(kube: Kube, path: str, query: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """custom.metrics.k8s.io v1beta2, falling back to v1beta1 where only that is served."""
+    try:
+        body = await kube.get(f"/apis/custom.metrics.k8s.io/v1beta2{path}", query)
+        return list(body.get("items", []))
+    except KubeError as e:
+        if e.status != 404 or "could not find the requested resource" not in str(e):
+            raise
+    body = await kube.get(f"/apis/custom.metrics.k8s.io/v1beta1{path}", query)
+    return [
+        {**i, "metric": {"name": i.get("metricName", ""), "selector": i.get("selector")}}
+        for i in body.get("items", [])
+    ]
+
+
+async def fetch(kube: Kube, mapper: RESTMapper, hpa: dict[str, Any], selector: str) -> dict[str, list[Any]]:
+    ns = hpa["metadata"]["namespace"]
+    metrics = hpa.get("spec", {}).get("metrics") or [
+        {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization"}}}
+    ]
+    out: dict[str, list[Any]] = {
+        "podMetrics": [],
+        "customMetrics": [],
+        "externalMetrics": [],
+        "metricErrors": [],
+    }
+    pod_metrics_done = False
+    for spec in metrics:
+        kind = spec.get("type", "")
+        source = (
+            spec.get(
+                {
+                    "Resource": "resource",
+                    "ContainerResource": "containerResource",
+                    "Pods": "pods",
+                    "Object": "object",
+                    "External": "external",
+                }.get(kind, ""),
+                {},
+            )
+            or {}
+        )
+        name = source.get("name") or (source.get("metric") or {}).get("name", "")
+        try:
+            if kind in ("Resource", "ContainerResource"):
+                if not pod_metrics_done:
+                    body = await kube.get(
+                        f"/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods", [("labelSelector", selector)]
+                    )
+                    out["podMetrics"] = list(body.get("items", []))
+                    pod_metrics_done = True
+            elif kind == "Pods":
+                q = [("labelSelector", selector)]
+                if msel := _selector_text((source.get("metric") or {}).get("selector")):
+                    q.append(("metricLabelSelector", msel))
+                out["customMetrics"] += await _custom(kube, f"/namespaces/{ns}/pods/*/{quote(name)}", q)
+            elif kind == "Object":
+                d = source.get("describedObject") or {}
+                q = []
+                if msel := _selector_text((source.get("metric") or {}).get("selector")):
+                    q.append(("metricLabelSelector", msel))
+                if d.get("kind") == "Namespace":
+                    path = f"/namespaces/{ns}/metrics/{quote(name)}"
+                else:
+                    resource = await _resource(mapper, d.get("apiVersion", "v1"), d.get("kind", ""))
+                    path = f"/namespaces/{ns}/{resource}/{quote(d.get('name', ''))}/{quote(name)}"
+                out["customMetrics"] += await _custom(kube, path, q)
+            elif kind == "External":
+                q = []
+                if sel := _selector_text((source.get("metric") or {}).get("selector")):
+                    q.append(("labelSelector", sel))
+                body = await kube.get(
+                    f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{ns}/{quote(name)}", q
+                )
+                out["externalMetrics"] += list(body.get("items", []))
+        except KubeError as e:
+            message = str(e).split(": ", 1)[-1]
+            out["metricErrors"].append({"source": kind, "name": name, "message": message})
+    return out
+
+
+async def _resource(mapper: RESTMapper, api_version: str, kind: str) -> str:
+    import asyncio
+
+    return await asyncio.to_thread(mapper.resource_for, api_version, kind)

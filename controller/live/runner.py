@@ -1,0 +1,224 @@
+"""Running the controller: informers, a work queue, bounded workers, leader election.
+
+Each HPA is reconciled about once per sync period and promptly after it changes (an
+informer event enqueues it; a key already queued is not queued twice). With leader
+election only the Lease holder reconciles; a standby takes over within the lease duration
+and starts with empty memory, so its first reconcile records the current replica count
+before anything else, as upstream does after a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import structlog
+from aiohttp import web
+from prometheus_client import generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from controller.engine.model import Settings
+from shared.durations import parse_time
+from shared.informer import Informer
+from shared.kube import Kube, KubeError
+
+from .mapping import RESTMapper
+from .reconciler import ControllerMetrics, Reconciler
+from .writer import EventRecorder
+
+log = structlog.get_logger("controller")
+
+
+class WorkQueue:
+    """Deduplicating queue of HPA keys with delayed re-adds."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        self._pending: set[tuple[str, str]] = set()
+
+    def add(self, key: tuple[str, str]) -> None:
+        if key not in self._pending:
+            self._pending.add(key)
+            self._queue.put_nowait(key)
+
+    def add_after(self, key: tuple[str, str], seconds: float) -> None:
+        asyncio.get_running_loop().call_later(seconds, self.add, key)
+
+    async def get(self) -> tuple[str, str]:
+        key = await self._queue.get()
+        self._pending.discard(key)
+        return key
+
+    def __len__(self) -> int:
+        return self._queue.qsize()
+
+
+@dataclass
+class LeaderElector:
+    kube: Kube
+    namespace: str
+    name: str
+    identity: str
+    lease_seconds: int = 15
+    retry_seconds: float = 2.0
+
+    def _path(self) -> str:
+        return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases/{self.name}"
+
+    async def try_acquire(self) -> bool:
+        now = datetime.now(UTC)
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        spec = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": self.lease_seconds,
+            "renewTime": stamp,
+        }
+        try:
+            lease = await self.kube.get(self._path())
+        except KubeError as e:
+            if e.status != 404:
+                raise
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace},
+                "spec": {**spec, "acquireTime": stamp, "leaseTransitions": 0},
+            }
+            try:
+                await self.kube.post(f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases", body)
+                return True
+            except KubeError:
+                return False
+        held = lease.get("spec", {})
+        holder = held.get("holderIdentity")
+        renew = held.get("renewTime")
+        expired = (
+            renew is None
+            or parse_time(renew) + timedelta(seconds=int(held.get("leaseDurationSeconds", 15))) < now
+        )
+        if holder != self.identity and not expired:
+            return False
+        new = {**held, **spec}
+        if holder != self.identity:
+            new["acquireTime"] = stamp
+            new["leaseTransitions"] = int(held.get("leaseTransitions", 0)) + 1
+        try:
+            await self.kube.put(self._path(), {**lease, "spec": new})  # resourceVersion guards the race
+            return True
+        except KubeError:
+            return False
+
+
+@dataclass
+class Options:
+    kubeconfig: str | None
+    settings: Settings
+    sync_period: float
+    workers: int
+    hpa_selector: str
+    dry_run: bool
+    leader_elect: bool
+    lease_namespace: str
+    lease_name: str
+    bind_address: str
+    port: int
+
+
+async def run(opts: Options) -> int:
+    from shared.kube import load
+
+    kube = Kube(load(opts.kubeconfig))
+    loop = asyncio.get_running_loop()
+    queue = WorkQueue()
+
+    def on_hpa(kind: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata", {})
+        loop.call_soon_threadsafe(queue.add, (meta.get("namespace", ""), meta.get("name", "")))
+
+    hpas = Informer(kube, "/apis/autoscaling/v2/horizontalpodautoscalers", opts.hpa_selector, on_hpa)
+    pods = Informer(kube, "/api/v1/pods")
+    metrics = ControllerMetrics()
+    reconciler = Reconciler(
+        kube, RESTMapper(kube), hpas, pods, opts.settings, EventRecorder(kube), metrics, dry_run=opts.dry_run
+    )
+
+    async def health(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def prom(_: web.Request) -> web.Response:
+        return web.Response(
+            body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+    app = web.Application()
+    app.router.add_get("/healthz", health)
+    app.router.add_get("/metrics", prom)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, opts.bind_address, opts.port).start()
+    log.info(
+        "controller starting",
+        dry_run=opts.dry_run,
+        hpa_selector=opts.hpa_selector or None,
+        sync_period=opts.sync_period,
+        workers=opts.workers,
+        leader_elect=opts.leader_elect,
+    )
+
+    if opts.leader_elect:
+        identity = f"{socket.gethostname()}_{os.getpid()}"
+        elector = LeaderElector(kube, opts.lease_namespace, opts.lease_name, identity)
+        while not await elector.try_acquire():
+            await asyncio.sleep(elector.retry_seconds)
+        log.info("became leader", lease=f"{opts.lease_namespace}/{opts.lease_name}", identity=identity)
+
+        async def renew() -> None:
+            failures = 0
+            while True:
+                await asyncio.sleep(elector.retry_seconds)
+                try:
+                    ok = await elector.try_acquire()
+                except KubeError:
+                    ok = False
+                failures = 0 if ok else failures + 1
+                if failures * elector.retry_seconds >= 10:  # renew deadline: stop acting at once
+                    log.error("lost leadership; exiting so a fresh process can stand by")
+                    os._exit(1)
+
+        renew_task = asyncio.create_task(renew())
+    hpas.start()
+    pods.start()
+    await asyncio.to_thread(hpas.synced.wait, 60)
+    await asyncio.to_thread(pods.synced.wait, 60)
+    for obj in hpas.items():
+        on_hpa("ADDED", obj)
+
+    async def worker() -> None:
+        while True:
+            ns, name = await queue.get()
+            try:
+                if await reconciler.reconcile(ns, name) is not None:
+                    queue.add_after((ns, name), opts.sync_period)
+            except Exception as e:  # one HPA's failure must not stop the others
+                log.error("reconcile failed", hpa=f"{ns}/{name}", error=str(e))
+                queue.add_after((ns, name), opts.sync_period)
+
+    workers = [asyncio.create_task(worker()) for _ in range(opts.workers)]
+    try:
+        await asyncio.Event().wait()
+    finally:
+        for w in workers:
+            w.cancel()
+        if opts.leader_elect:
+            renew_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renew_task
+        hpas.stop()
+        pods.stop()
+        await runner.cleanup()
+    return 0

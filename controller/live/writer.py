@@ -1,0 +1,92 @@
+"""Writes: the scale subresource, HPA status (only when it changed, retrying conflicts) and
+Events from ``horizontal-pod-autoscaler``, aggregated like client-go's recorder (a repeat of
+the same event bumps its count instead of creating another)."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+from cachetools import TTLCache
+
+from shared.durations import format_time
+from shared.kube import Kube, KubeError
+
+COMPONENT = "horizontal-pod-autoscaler"
+
+
+def hpa_path(namespace: str, name: str) -> str:
+    return f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers/{name}"
+
+
+async def update_status(kube: Kube, hpa: dict[str, Any], status: dict[str, Any], attempts: int = 3) -> bool:
+    """PUT the status if it differs; on a conflict, re-read the HPA and try again."""
+    current = hpa
+    for _ in range(attempts):
+        if current.get("status") == status:
+            return False
+        body = {**current, "status": status}
+        try:
+            await kube.put(
+                hpa_path(current["metadata"]["namespace"], current["metadata"]["name"]) + "/status", body
+            )
+            return True
+        except KubeError as e:
+            if e.status != 409:
+                raise
+            current = await kube.get(hpa_path(current["metadata"]["namespace"], current["metadata"]["name"]))
+    raise KubeError(409, "status update kept conflicting")
+
+
+class EventRecorder:
+    def __init__(self, kube: Kube, ttl: float = 600) -> None:
+        self.kube = kube
+        self._seen: TTLCache[str, dict[str, Any]] = TTLCache(maxsize=10_000, ttl=ttl)
+
+    async def record(self, hpa: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        meta = hpa["metadata"]
+        now = format_time(datetime.now(UTC))
+        key = hashlib.sha256(f"{meta.get('uid')}|{type_}|{reason}|{message}".encode()).hexdigest()
+        ns = meta["namespace"]
+        seen = self._seen.get(key)
+        if seen is not None:
+            seen = {**seen, "count": int(seen.get("count", 1)) + 1, "lastTimestamp": now}
+            try:
+                self._seen[key] = await self.kube.put(
+                    f"/api/v1/namespaces/{ns}/events/{seen['metadata']['name']}", seen
+                )
+                return
+            except KubeError:
+                pass  # expired or deleted: create a new one
+        event_name = f"{meta['name']}.{key[:16]}"
+        event: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{meta['name']}.{key[:16]}", "namespace": ns},
+            "involvedObject": {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "name": meta["name"],
+                "namespace": ns,
+                "uid": meta.get("uid", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message,
+            "source": {"component": COMPONENT},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "reportingComponent": COMPONENT,
+        }
+        try:
+            self._seen[key] = await self.kube.post(f"/api/v1/namespaces/{ns}/events", event)
+        except KubeError as e:
+            if e.status == 409:  # same name exists from an earlier run: count it there
+                existing = await self.kube.get(f"/api/v1/namespaces/{ns}/events/{event_name}")
+                self._seen[key] = existing
+                await self.record(hpa, type_, reason, message)
+            else:
+                raise

@@ -1,0 +1,109 @@
+"""A list+watch cache of one resource, kept current in a background thread.
+
+The controller reads HPAs and pods from these caches instead of listing per reconcile; a
+callback reports every change so the HPA concerned can be reconciled promptly. A broken or
+expired watch (410 Gone) re-lists, with backoff, and the cache keeps serving meanwhile.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from .kube import Kube, KubeError
+
+log = structlog.get_logger("informer")
+Key = tuple[str, str]  # (namespace, name)
+
+
+@dataclass
+class Informer:
+    kube: Kube
+    path: str  # e.g. /api/v1/pods or /apis/autoscaling/v2/horizontalpodautoscalers
+    label_selector: str = ""
+    on_change: Callable[[str, dict[str, Any]], None] | None = None
+    objects: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    synced: threading.Event = field(default_factory=threading.Event)
+    stopped: threading.Event = field(default_factory=threading.Event)
+    error: str = ""
+    relists: int = 0
+
+    def start(self) -> Informer:
+        threading.Thread(target=self._run, name=f"informer{self.path}", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get((namespace, name))
+
+    def items(self) -> list[dict[str, Any]]:
+        return list(self.objects.values())
+
+    def _notify(self, kind: str, obj: dict[str, Any]) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change(kind, obj)
+            except Exception as e:  # a callback must never kill the watch
+                log.warning("informer callback failed", path=self.path, error=str(e))
+
+    def _run(self) -> None:
+        backoff = 0.5
+        query = [("labelSelector", self.label_selector)] if self.label_selector else []
+        while not self.stopped.is_set():
+            try:
+                listing = self.kube.get_sync(self.path, query)
+                fresh = {
+                    (o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+                    for o in listing.get("items", [])
+                }
+                gone = [self.objects[k] for k in self.objects.keys() - fresh.keys()]
+                self.objects = fresh
+                self.relists += 1
+                for obj in gone:
+                    self._notify("DELETED", obj)
+                for obj in fresh.values():
+                    self._notify("ADDED", obj)
+                rv = listing["metadata"]["resourceVersion"]
+                self.synced.set()
+                self.error = ""
+                backoff = 0.5
+                while not self.stopped.is_set():
+                    for event in self.kube.watch_sync(self.path, rv, extra=query):
+                        kind, obj = event.get("type", ""), event.get("object", {})
+                        if kind == "ERROR":
+                            raise KubeError(int(obj.get("code", 0)), str(obj.get("message", "watch error")))
+                        meta = obj.get("metadata", {})
+                        rv = meta.get("resourceVersion", rv)
+                        if kind == "BOOKMARK":
+                            continue
+                        if (
+                            self.label_selector
+                            and kind != "DELETED"
+                            and not _matches(obj, self.label_selector)
+                        ):
+                            kind = "DELETED"  # it no longer matches: forget it
+                        key = (meta.get("namespace", ""), meta.get("name", ""))
+                        if kind == "DELETED":
+                            self.objects.pop(key, None)
+                        else:
+                            self.objects[key] = obj
+                        self._notify(kind, obj)
+            except (KubeError, KeyError, ValueError) as e:
+                self.error = str(e)
+                if not self.stopped.is_set():
+                    log.info("watch ended; re-listing", path=self.path, error=str(e))
+                    time.sleep(backoff)
+                    backoff = min(backoff * 2, 10.0)
+
+
+def _matches(obj: dict[str, Any], selector: str) -> bool:
+    from .selectors import parse
+
+    return parse(selector).matches(obj.get("metadata", {}).get("labels") or {})

@@ -1,0 +1,198 @@
+"""The live controller against the real control plane, adapter and Prometheus.
+
+A Deployment (pods run by kwok) with an HPA on a Pods metric the adapter serves from a
+Prometheus query: raise the load and it scales up to the expected count; lower it and it
+scales down once the (test-shortened) stabilization window allows.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from localcluster import Cluster
+
+from tests.support import (
+    AdapterProcess,
+    Exporter,
+    PrometheusProcess,
+    free_port,
+    register_and_start_adapter,
+    stop_adapter,
+    wait_until,
+)
+
+pytestmark = pytest.mark.cluster
+ROOT = Path(__file__).resolve().parents[3]
+NS = "live"
+CONFIG = """
+rules:
+- seriesQuery: '{__name__=~"^live_.*",namespace!="",pod!=""}'
+  resources:
+    overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
+  name: {matches: "^live_(.*)$", as: "${1}"}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+
+
+def running_pods(cluster: Cluster, app: str) -> list[str]:
+    items = json.loads(cluster.kubectl("-n", NS, "get", "pods", "-l", f"app={app}", "-o", "json").stdout)[
+        "items"
+    ]
+    return sorted(
+        p["metadata"]["name"]
+        for p in items
+        if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+    )
+
+
+def replicas(cluster: Cluster, app: str) -> int:
+    scale = json.loads(
+        cluster.kubectl("get", "--raw", f"/apis/apps/v1/namespaces/{NS}/deployments/{app}/scale").stdout
+    )
+    return int(scale["spec"]["replicas"])
+
+
+def hpa(cluster: Cluster, name: str) -> dict[str, Any]:
+    return dict(json.loads(cluster.kubectl("-n", NS, "get", "hpa", name, "-o", "json").stdout))
+
+
+@pytest.fixture(scope="module")
+def adapter(
+    cluster: Cluster,
+    exporter: Exporter,
+    prometheus: PrometheusProcess,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[AdapterProcess]:
+    exporter.set('live_requests{namespace="live",pod="seed"}', 0)  # so discovery knows the metric
+    wait_until(lambda: prometheus.query("live_requests") != [], what="scrape")
+    a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("adapter"), CONFIG)
+    yield a
+    stop_adapter(a)
+
+
+@pytest.fixture(scope="module")
+def controller(
+    cluster: Cluster, adapter: AdapterProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[subprocess.Popen[bytes]]:
+    log = tmp_path_factory.mktemp("controller") / "controller.log"
+    out = open(log, "ab")  # noqa: SIM115 - owned by the child
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "controller",
+            "run",
+            f"--kubeconfig={cluster.kubeconfig}",
+            "--horizontal-pod-autoscaler-sync-period=1s",
+            "--bind-address=127.0.0.1",
+            f"--port={free_port()}",
+            "--log-format=console",
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+    )
+    out.close()
+    yield proc
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    print(log.read_text()[-4000:])
+
+
+def test_scales_up_on_load_and_down_after_it_falls(
+    cluster: Cluster, exporter: Exporter, prometheus: PrometheusProcess, controller: subprocess.Popen[bytes]
+) -> None:
+    cluster.kubectl("create", "namespace", NS, check=False)
+    cluster.kubectl("-n", NS, "create", "deployment", "api", "--image=example.invalid/api", "--replicas=1")
+    wait_until(lambda: len(running_pods(cluster, "api")) == 1, timeout=60, what="1 running pod")
+    cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "api", "namespace": NS},
+                "spec": {
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"},
+                    "minReplicas": 1,
+                    "maxReplicas": 5,
+                    "metrics": [
+                        {
+                            "type": "Pods",
+                            "pods": {
+                                "metric": {"name": "requests"},
+                                "target": {"type": "AverageValue", "averageValue": "10"},
+                            },
+                        }
+                    ],
+                    "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}},
+                },
+            }
+        ),
+    )
+
+    def load(per_pod: float) -> None:
+        for name in running_pods(cluster, "api"):
+            exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', per_pod)
+
+    load(30)  # one pod at 30 against 10: ceil(3 x 1) = 3
+    wait_until(lambda: replicas(cluster, "api") == 3, timeout=60, what="scale-up to 3")
+    wait_until(lambda: len(running_pods(cluster, "api")) == 3, timeout=60, what="3 running pods")
+    load(10)  # exactly on target: holds at 3
+    wait_until(
+        lambda: prometheus.query(f'count(live_requests{{namespace="{NS}"}} == 10)') != [], what="scrape"
+    )
+    status = hpa(cluster, "api")["status"]
+    conditions = {c["type"]: c["reason"] for c in status["conditions"]}
+    assert conditions["ScalingActive"] == "ValidMetricFound"
+    load(2)  # 3 pods at 2 against 10: ceil(0.2 x 3) = 1
+    wait_until(lambda: replicas(cluster, "api") == 1, timeout=60, what="scale-down to 1")
+    events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
+    rescales = [e["message"] for e in events if e["reason"] == "SuccessfulRescale"]
+    assert "New size: 3; reason: pods metric requests above target" in rescales
+    assert "New size: 1; reason: All metrics below target" in rescales
+    assert all(
+        e["source"]["component"] == "horizontal-pod-autoscaler"
+        for e in events
+        if e["reason"] == "SuccessfulRescale"
+    )
+    described = cluster.kubectl("-n", NS, "describe", "hpa", "api").stdout
+    assert "AbleToScale" in described
+
+
+def test_snapshot_of_a_live_hpa_decides_offline(
+    cluster: Cluster, controller: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "controller", "snapshot", f"{NS}/api", f"--kubeconfig={cluster.kubeconfig}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    path = tmp_path / "live.yaml"
+    path.write_text(out.stdout)
+    decided = subprocess.run(
+        [sys.executable, "-m", "controller", "decide", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=ROOT,
+    )
+    assert decided.returncode == 0, decided.stderr
+    assert json.loads(decided.stdout)["desiredReplicas"] == 1
