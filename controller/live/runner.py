@@ -35,24 +35,51 @@ log = structlog.get_logger("controller")
 
 
 class WorkQueue:
-    """Deduplicating queue of HPA keys with delayed re-adds."""
+    """HPA keys to reconcile, with client-go workqueue semantics.
+
+    A key is queued at most once; a key being processed is never handed to a second worker
+    (if it changes meanwhile it is queued again when the first is done); each key has at
+    most one pending timer, so change events cannot multiply its periodic resyncs.
+    """
 
     def __init__(self) -> None:
         self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
-        self._pending: set[tuple[str, str]] = set()
+        self._queued: set[tuple[str, str]] = set()
+        self._processing: set[tuple[str, str]] = set()
+        self._dirty: set[tuple[str, str]] = set()
+        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
 
     def add(self, key: tuple[str, str]) -> None:
-        if key not in self._pending:
-            self._pending.add(key)
+        if key in self._processing:
+            self._dirty.add(key)
+        elif key not in self._queued:
+            self._queued.add(key)
             self._queue.put_nowait(key)
 
     def add_after(self, key: tuple[str, str], seconds: float) -> None:
-        asyncio.get_running_loop().call_later(seconds, self.add, key)
+        if (old := self._timers.pop(key, None)) is not None:
+            old.cancel()
+        self._timers[key] = asyncio.get_running_loop().call_later(seconds, self._fire, key)
+
+    def _fire(self, key: tuple[str, str]) -> None:
+        self._timers.pop(key, None)
+        self.add(key)
 
     async def get(self) -> tuple[str, str]:
         key = await self._queue.get()
-        self._pending.discard(key)
+        self._queued.discard(key)
+        self._processing.add(key)
         return key
+
+    def done(self, key: tuple[str, str]) -> None:
+        self._processing.discard(key)
+        if key in self._dirty:
+            self._dirty.discard(key)
+            self.add(key)
+
+    def forget(self, key: tuple[str, str]) -> None:
+        if (old := self._timers.pop(key, None)) is not None:
+            old.cancel()
 
     def __len__(self) -> int:
         return self._queue.qsize()
@@ -200,13 +227,17 @@ async def run(opts: Options) -> int:
 
     async def worker() -> None:
         while True:
-            ns, name = await queue.get()
+            key = await queue.get()
             try:
-                if await reconciler.reconcile(ns, name) is not None:
-                    queue.add_after((ns, name), opts.sync_period)
+                if await reconciler.reconcile(*key) is not None:
+                    queue.add_after(key, opts.sync_period)
+                else:
+                    queue.forget(key)
             except Exception as e:  # one HPA's failure must not stop the others
-                log.error("reconcile failed", hpa=f"{ns}/{name}", error=str(e))
-                queue.add_after((ns, name), opts.sync_period)
+                log.error("reconcile failed", hpa=f"{key[0]}/{key[1]}", error=str(e))
+                queue.add_after(key, opts.sync_period)
+            finally:
+                queue.done(key)
 
     workers = [asyncio.create_task(worker()) for _ in range(opts.workers)]
     try:

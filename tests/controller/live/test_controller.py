@@ -37,6 +37,11 @@ rules:
     overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
   name: {matches: "^live_(.*)$", as: "${1}"}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+externalRules:
+- seriesQuery: '{__name__="live_queue_depth"}'
+  resources:
+    overrides: {namespace: {resource: namespace}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
 """
 
 
@@ -70,7 +75,9 @@ def adapter(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[AdapterProcess]:
     exporter.set('live_requests{namespace="live",pod="seed"}', 0)  # so discovery knows the metric
+    exporter.set('live_queue_depth{namespace="live",queue="jobs"}', 0)
     wait_until(lambda: prometheus.query("live_requests") != [], what="scrape")
+    wait_until(lambda: prometheus.query("live_queue_depth") != [], what="scrape")
     a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("adapter"), CONFIG)
     yield a
     stop_adapter(a)
@@ -80,7 +87,15 @@ def adapter(
 def controller(
     cluster: Cluster, adapter: AdapterProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[subprocess.Popen[bytes]]:
-    log = tmp_path_factory.mktemp("controller") / "controller.log"
+    # every HPA except those the dry-run test hands to its own controller
+    proc, log = start_controller(cluster, tmp_path_factory.mktemp("controller"), "--hpa-selector=!dryrun")
+    yield proc
+    stop_controller(proc)
+    print(log.read_text()[-4000:])
+
+
+def start_controller(cluster: Cluster, work: Path, *flags: str) -> tuple[subprocess.Popen[bytes], Path]:
+    log = work / "controller.log"
     out = open(log, "ab")  # noqa: SIM115 - owned by the child
     proc = subprocess.Popen(
         [
@@ -93,20 +108,58 @@ def controller(
             "--bind-address=127.0.0.1",
             f"--port={free_port()}",
             "--log-format=console",
+            *flags,
         ],
         stdout=out,
         stderr=subprocess.STDOUT,
         cwd=ROOT,
     )
     out.close()
-    yield proc
+    return proc, log
+
+
+def stop_controller(proc: subprocess.Popen[bytes]) -> None:
     proc.terminate()
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-    print(log.read_text()[-4000:])
+
+
+def make_target(
+    cluster: Cluster, app: str, replicas: int, hpa_spec: dict[str, Any], labels: dict[str, str] | None = None
+) -> None:
+    cluster.kubectl("create", "namespace", NS, check=False)
+    cluster.kubectl(
+        "-n", NS, "create", "deployment", app, "--image=example.invalid/x", f"--replicas={replicas}"
+    )
+    wait_until(
+        lambda: len(running_pods(cluster, app)) == replicas, timeout=60, what=f"{replicas} running pods"
+    )
+    cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": app, "namespace": NS, "labels": labels or {}},
+                "spec": {
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app},
+                    **hpa_spec,
+                },
+            }
+        ),
+    )
+
+
+def condition(cluster: Cluster, name: str, ctype: str) -> str:
+    for c in hpa(cluster, name).get("status", {}).get("conditions", []):
+        if c["type"] == ctype:
+            return f"{c['status']}/{c['reason']}"
+    return "absent"
 
 
 def test_scales_up_on_load_and_down_after_it_falls(
@@ -196,3 +249,117 @@ def test_snapshot_of_a_live_hpa_decides_offline(
     )
     assert decided.returncode == 0, decided.stderr
     assert json.loads(decided.stdout)["desiredReplicas"] == 1
+
+
+def test_external_metric_scales_with_the_queue(
+    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes]
+) -> None:
+    make_target(
+        cluster,
+        "worker",
+        1,
+        {
+            "minReplicas": 1,
+            "maxReplicas": 4,
+            "metrics": [
+                {
+                    "type": "External",
+                    "external": {
+                        "metric": {
+                            "name": "live_queue_depth",
+                            "selector": {"matchLabels": {"queue": "jobs"}},
+                        },
+                        "target": {"type": "AverageValue", "averageValue": "5"},
+                    },
+                }
+            ],
+        },
+    )
+    exporter.set('live_queue_depth{namespace="live",queue="jobs"}', 17)  # ceil(17 / 5) = 4
+    wait_until(lambda: replicas(cluster, "worker") == 4, timeout=60, what="scale-up to 4")
+    assert condition(cluster, "worker", "ScalingLimited") == "False/DesiredWithinRange"
+
+
+def test_broken_metric_never_scales_down_and_recovers(
+    cluster: Cluster, exporter: Exporter, prometheus: PrometheusProcess, controller: subprocess.Popen[bytes]
+) -> None:
+    make_target(
+        cluster,
+        "steady",
+        3,
+        {
+            "minReplicas": 1,
+            "maxReplicas": 5,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "requests"},
+                        "target": {"type": "AverageValue", "averageValue": "10"},
+                    },
+                }
+            ],
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}},
+        },
+    )
+    for name in running_pods(cluster, "steady"):
+        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 10)
+    wait_until(
+        lambda: condition(cluster, "steady", "ScalingActive") == "True/ValidMetricFound",
+        timeout=60,
+        what="a valid metric",
+    )
+    prometheus.stop()
+    try:
+        wait_until(
+            lambda: condition(cluster, "steady", "ScalingActive") == "False/FailedGetPodsMetric",
+            timeout=60,
+            what="the failure to show in the conditions",
+        )
+        assert replicas(cluster, "steady") == 3
+    finally:
+        prometheus.start()
+    for name in running_pods(cluster, "steady"):  # load fell while Prometheus was away
+        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 1)
+    wait_until(lambda: replicas(cluster, "steady") == 1, timeout=90, what="the scale-down after recovery")
+
+
+def test_dry_run_decides_and_publishes_but_writes_nothing(
+    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    make_target(
+        cluster,
+        "shadow",
+        1,
+        {
+            "minReplicas": 1,
+            "maxReplicas": 5,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "requests"},
+                        "target": {"type": "AverageValue", "averageValue": "10"},
+                    },
+                }
+            ],
+        },
+        labels={"dryrun": "true"},
+    )
+    for name in running_pods(cluster, "shadow"):
+        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 40)
+    proc, log = start_controller(cluster, tmp_path, "--dry-run", "--hpa-selector=dryrun")
+    try:
+
+        def published() -> bool:
+            events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
+            return any(
+                e["involvedObject"]["name"] == "shadow" and e["reason"] == "SuccessfulRescale" for e in events
+            )
+
+        wait_until(published, timeout=60, what="the dry-run decision to be published as an event")
+        assert "dry_run=True" in log.read_text()
+        assert replicas(cluster, "shadow") == 1  # neither the dry-run controller nor the main one scaled it
+        assert condition(cluster, "shadow", "AbleToScale") == "absent"  # no status written
+    finally:
+        stop_controller(proc)
