@@ -132,13 +132,18 @@ def raw(cluster: Cluster, path: str, kubeconfig: Path | None = None) -> tuple[in
 def test_apiservices_are_available_and_listed(
     cluster: Cluster, registered: tuple[AdapterProcess, list[str]]
 ) -> None:
-    versions = cluster.kubectl("api-versions").stdout.split()
-    assert {
+    wanted = {
         "custom.metrics.k8s.io/v1beta2",
         "custom.metrics.k8s.io/v1beta1",
         "external.metrics.k8s.io/v1beta1",
         "metrics.k8s.io/v1beta1",
-    } <= set(versions)
+    }
+    # the apiserver's aggregated discovery refreshes a little after an APIService turns Available
+    wait_until(
+        lambda: wanted <= set(cluster.kubectl("api-versions").stdout.split()),
+        timeout=30,
+        what="the metric groups in discovery",
+    )
     resources = cluster.kubectl("api-resources").stdout
     for group in (
         "custom.metrics.k8s.io/v1beta2",
