@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv lint test demo conformance cluster-tools cluster cluster-down bench-adapter clean
+.PHONY: venv lint test demo examples conformance cluster-tools cluster cluster-down bench-adapter clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,7 +29,13 @@ test: lint cluster-tools
 conformance: venv
 	$(BIN)/python ../shared/conformance/run.py ../shared/conformance/hpa
 
-demo: venv
+# The whole story: control plane, Prometheus, a demo app, adapter and controller; the HPA
+# scales up with the load and back down; everything is stopped at the end.
+demo: venv cluster-tools
+	$(BIN)/python hack/demo.py
+
+# Offline: decide the example snapshots and explain each decision.
+examples: venv
 	$(BIN)/python -m controller decide --explain docs/examples/*.yaml
 
 # Builds (once, cached in ~/.cache/promhpa) the real control-plane binaries the cluster tests use.

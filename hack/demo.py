@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""promhpa end to end on this machine: `make demo`.
+
+Brings up the local control plane (kube-apiserver, controller-manager without its HPA
+controller, scheduler, kwok nodes), Prometheus, a demo app whose request rate has a knob
+(each pod exports ``demo_http_requests_per_second``), promhpa's adapter registered with the
+aggregation layer, and promhpa's controller. An HPA targets 10 requests/s per pod. The demo
+turns the knob up and down and prints, every few seconds, what the HPA sees and does, until
+it has scaled up and back down. Everything runs on 127.0.0.1 and is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "hack"))
+
+import localcluster  # noqa: E402
+
+from tests.support import (  # noqa: E402
+    Exporter,
+    PrometheusProcess,
+    free_port,
+    prometheus_binary,
+    register_and_start_adapter,
+    stop_adapter,
+    wait_until,
+)
+
+NS, APP = "demo", "shop"
+RULES = """
+rules:
+- seriesQuery: '{__name__="demo_http_requests_per_second",namespace!="",pod!=""}'
+  resources:
+    overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
+  name: {matches: "^demo_(.*)$", as: "${1}"}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+HPA = {
+    "apiVersion": "autoscaling/v2",
+    "kind": "HorizontalPodAutoscaler",
+    "metadata": {"name": APP, "namespace": NS},
+    "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": APP},
+        "minReplicas": 1,
+        "maxReplicas": 8,
+        "metrics": [
+            {
+                "type": "Pods",
+                "pods": {
+                    "metric": {"name": "http_requests_per_second"},
+                    "target": {"type": "AverageValue", "averageValue": "10"},
+                },
+            }
+        ],
+        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 15}},
+    },
+}
+
+
+class DemoApp:
+    """The request-rate knob: the total rate is shared by the running pods of the Deployment."""
+
+    def __init__(self, cluster: localcluster.Cluster, exporter: Exporter) -> None:
+        self.cluster, self.exporter, self.rate = cluster, exporter, 0.0
+        self._stop = threading.Event()
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def pods(self) -> list[str]:
+        out = self.cluster.kubectl("-n", NS, "get", "pods", "-l", f"app={APP}", "-o", "json", check=False)
+        if out.returncode != 0:
+            return []
+        return sorted(
+            p["metadata"]["name"]
+            for p in json.loads(out.stdout)["items"]
+            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+        )
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            pods = self.pods()
+            self.exporter.lines.clear()
+            for name in pods:
+                self.exporter.set(
+                    f'demo_http_requests_per_second{{namespace="{NS}",pod="{name}"}}',
+                    round(self.rate / len(pods), 3),
+                )
+            time.sleep(1)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def status_line(cluster: localcluster.Cluster, app: DemoApp, started: float) -> tuple[int, int]:
+    hpa: dict[str, Any] = json.loads(cluster.kubectl("-n", NS, "get", "hpa", APP, "-o", "json").stdout)
+    st = hpa.get("status", {})
+    reasons = " ".join(f"{c['type']}={c['reason']}" for c in st.get("conditions", []))
+    metric = next(
+        (
+            m["pods"]["current"]["averageValue"]
+            for m in st.get("currentMetrics") or []
+            if m.get("type") == "Pods"
+        ),
+        "-",
+    )
+    current, desired = int(st.get("currentReplicas", 0)), int(st.get("desiredReplicas", 0))
+    print(
+        f"{time.monotonic() - started:6.0f}s  knob {app.rate:5.0f} req/s  per-pod {metric:>6}  "
+        f"replicas {current} -> {desired}  running {len(app.pods())}  {reasons}",
+        flush=True,
+    )
+    return current, desired
+
+
+def main() -> int:
+    work = Path(tempfile.mkdtemp(prefix="promhpa-demo-"))
+    print(f"promhpa demo (state in {work})\n1. starting the local control plane", flush=True)
+    cluster = localcluster.Cluster(work / "cluster")
+    exporter = Exporter()
+    prometheus = adapter = controller = app = None
+    try:
+        cluster.up()
+        print("2. starting Prometheus, the demo app's metrics, promhpa's adapter and controller", flush=True)
+        prometheus = PrometheusProcess(prometheus_binary(), work, exporter.port)
+        prometheus.start()
+        cluster.kubectl("create", "namespace", NS)
+        cluster.kubectl("-n", NS, "create", "deployment", APP, "--image=example.invalid/shop", "--replicas=1")
+        app = DemoApp(cluster, exporter)
+        app.rate = 5
+        wait_until(
+            lambda: prometheus.query("demo_http_requests_per_second") != [],
+            timeout=60,
+            what="the app's metric",
+        )
+        adapter = register_and_start_adapter(cluster, prometheus, work, RULES)
+        log = open(work / "controller.log", "ab")  # noqa: SIM115 - owned by the child
+        controller = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "controller",
+                "run",
+                f"--kubeconfig={cluster.kubeconfig}",
+                "--horizontal-pod-autoscaler-sync-period=3s",
+                "--bind-address=127.0.0.1",
+                f"--port={free_port()}",
+                "--log-format=console",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+        log.close()
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(HPA))
+        print("3. HPA: Deployment shop, 1..8 replicas, target 10 requests/s per pod\n", flush=True)
+        started = time.monotonic()
+        phases = [
+            (5, "steady load", lambda c, d: time.monotonic() - started > 12),
+            (65, "load rises to 65 req/s: expect 7 pods", lambda c, d: c >= 7 and len(app.pods()) >= 7),
+            (8, "load falls to 8 req/s: expect 1 pod after the 15s window", lambda c, d: c == 1),
+        ]
+        for rate, title, done in phases:
+            app.rate = rate
+            print(f"--- {title}", flush=True)
+            deadline = time.monotonic() + 150
+            while time.monotonic() < deadline:
+                current, desired = status_line(cluster, app, started)
+                if done(current, desired):
+                    break
+                time.sleep(3)
+            else:
+                print("the HPA did not get there in time; see the logs in", work, flush=True)
+                return 1
+        print("\nThe HPA scaled up with the load and back down after it fell. Events:", flush=True)
+        events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
+        for e in events:
+            if e["source"].get("component") == "horizontal-pod-autoscaler":
+                print(f"  {e['type']} {e['reason']}: {e['message']}", flush=True)
+        return 0
+    except (localcluster.ClusterError, AssertionError) as e:
+        print(f"demo failed: {e}", file=sys.stderr)
+        return 1
+    finally:
+        print("\n4. cleaning up", flush=True)
+        if app is not None:
+            app.stop()
+        if controller is not None:
+            controller.terminate()
+            controller.wait(timeout=15)
+        if adapter is not None:
+            stop_adapter(adapter)
+        if prometheus is not None:
+            prometheus.stop()
+        exporter.close()
+        cluster.down(quiet=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
