@@ -87,8 +87,8 @@ def adapter(
 def controller(
     cluster: Cluster, adapter: AdapterProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[subprocess.Popen[bytes]]:
-    # every HPA except those the dry-run test hands to its own controller
-    proc, log = start_controller(cluster, tmp_path_factory.mktemp("controller"), "--hpa-selector=!dryrun")
+    # every HPA except those the dry-run and HA tests hand to their own controllers
+    proc, log = start_controller(cluster, tmp_path_factory.mktemp("controller"), "--hpa-selector=!dryrun,!ha")
     yield proc
     stop_controller(proc)
     print(log.read_text()[-4000:])
@@ -363,3 +363,69 @@ def test_dry_run_decides_and_publishes_but_writes_nothing(
         assert condition(cluster, "shadow", "AbleToScale") == "absent"  # no status written
     finally:
         stop_controller(proc)
+
+
+def lease_holder(cluster: Cluster) -> str:
+    out = cluster.kubectl("-n", "default", "get", "lease", "promhpa-ha-test", "-o", "json", check=False)
+    return str(json.loads(out.stdout)["spec"].get("holderIdentity", "")) if out.returncode == 0 else ""
+
+
+def test_only_the_leader_acts_and_a_standby_takes_over(
+    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    make_target(
+        cluster,
+        "ha-app",
+        1,
+        {
+            "minReplicas": 1,
+            "maxReplicas": 5,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "requests"},
+                        "target": {"type": "AverageValue", "averageValue": "10"},
+                    },
+                }
+            ],
+        },
+        labels={"ha": "true"},
+    )
+    flags = (
+        "--leader-elect",
+        "--leader-elect-resource-namespace=default",
+        "--leader-elect-resource-name=promhpa-ha-test",
+        "--hpa-selector=ha",
+    )
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, _ = start_controller(cluster, tmp_path / "a", *flags)
+    second = None
+    try:
+        wait_until(
+            lambda: lease_holder(cluster).endswith(f"_{first.pid}"), timeout=30, what="the first to lead"
+        )
+        second, second_log = start_controller(cluster, tmp_path / "b", *flags)
+        for name in running_pods(cluster, "ha-app"):
+            exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 25)
+        wait_until(lambda: replicas(cluster, "ha-app") == 3, timeout=60, what="the leader's scale-up to 3")
+        assert "reconciled" not in second_log.read_text()  # the standby has not acted
+        first.kill()  # a crash: no graceful hand-over
+        first.wait()
+        wait_until(
+            lambda: lease_holder(cluster).endswith(f"_{second.pid}"),
+            timeout=40,  # type: ignore[union-attr]
+            what="the standby to take the lease",
+        )
+        wait_until(lambda: len(running_pods(cluster, "ha-app")) == 3, timeout=60, what="3 running pods")
+        for name in running_pods(cluster, "ha-app"):
+            exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 40)  # ceil(4 x 3) = 12 -> max 5
+        wait_until(
+            lambda: replicas(cluster, "ha-app") == 5, timeout=60, what="the new leader's scale-up to 5"
+        )
+    finally:
+        if first.poll() is None:
+            stop_controller(first)
+        if second is not None:
+            stop_controller(second)
