@@ -533,6 +533,9 @@ class Cluster:
                 f"--service-account-private-key-file={pki / 'sa.key'}",
                 f"--root-ca-file={pki / 'ca.crt'}",
                 "--use-service-account-credentials=true",
+                # kwok's heartbeats can lag on a busy two-core machine; the default 40s grace
+                # would mark the fake nodes (and their pods) NotReady mid-test
+                "--node-monitor-grace-period=300s",
                 "--leader-elect=false",
                 "--v=1",
             ],
@@ -607,6 +610,21 @@ class Cluster:
 
     def _default_service_account(self) -> bool:
         return self.kubectl("get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0
+
+    def restart(self, name: str) -> None:
+        """Stop one component and start it again with the same arguments (failure tests)."""
+        argv = self._cmdlines[name].split(" ")
+        proc = self._procs.pop(name, None)
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # the apiserver's graceful shutdown can take a minute
+                proc.kill()
+                proc.wait()
+        self._start(name, argv)
+        if name == "apiserver":
+            self._wait("apiserver", lambda: self._https_ok(self.ports["apiserver"], "/readyz"), timeout=120)
 
     # --- tear-down ------------------------------------------------------------------------
 

@@ -37,11 +37,26 @@ rules:
     overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
   name: {matches: "^live_(.*)$", as: "${1}"}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+- seriesQuery: '{__name__="live_service_rps",namespace!="",service!=""}'
+  resources:
+    overrides: {namespace: {resource: namespace}, service: {resource: service}}
+  name: {matches: "^live_(.*)$", as: "${1}"}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
 externalRules:
 - seriesQuery: '{__name__="live_queue_depth"}'
   resources:
     overrides: {namespace: {resource: namespace}}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+resourceRules:
+  cpu:
+    containerQuery: 'sum(live_container_cpu_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+    nodeQuery: 'sum(live_node_cpu_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+    resources:
+      overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}
+    containerLabel: container
+  # a 1s window: within the CPU initialization period upstream drops samples whose window
+  # began before the pod became Ready, and these pods became Ready seconds ago
+  window: 1s
 """
 
 
@@ -76,6 +91,7 @@ def adapter(
 ) -> Iterator[AdapterProcess]:
     exporter.set('live_requests{namespace="live",pod="seed"}', 0)  # so discovery knows the metric
     exporter.set('live_queue_depth{namespace="live",queue="jobs"}', 0)
+    exporter.set('live_service_rps{namespace="live",service="frontend"}', 0)
     wait_until(lambda: prometheus.query("live_requests") != [], what="scrape")
     wait_until(lambda: prometheus.query("live_queue_depth") != [], what="scrape")
     a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("adapter"), CONFIG)
@@ -213,13 +229,13 @@ def test_scales_up_on_load_and_down_after_it_falls(
     load(2)  # 3 pods at 2 against 10: ceil(0.2 x 3) = 1
     wait_until(lambda: replicas(cluster, "api") == 1, timeout=60, what="scale-down to 1")
     events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
-    rescales = [e["message"] for e in events if e["reason"] == "SuccessfulRescale"]
+    rescales = [e.get("message", "") for e in events if e.get("reason") == "SuccessfulRescale"]
     assert "New size: 3; reason: pods metric requests above target" in rescales
     assert "New size: 1; reason: All metrics below target" in rescales
     assert all(
-        e["source"]["component"] == "horizontal-pod-autoscaler"
+        e.get("source", {}).get("component") == "horizontal-pod-autoscaler"
         for e in events
-        if e["reason"] == "SuccessfulRescale"
+        if e.get("reason") == "SuccessfulRescale"
     )
     described = cluster.kubectl("-n", NS, "describe", "hpa", "api").stdout
     assert "AbleToScale" in described
@@ -354,7 +370,8 @@ def test_dry_run_decides_and_publishes_but_writes_nothing(
         def published() -> bool:
             events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
             return any(
-                e["involvedObject"]["name"] == "shadow" and e["reason"] == "SuccessfulRescale" for e in events
+                e.get("involvedObject", {}).get("name") == "shadow" and e.get("reason") == "SuccessfulRescale"
+                for e in events
             )
 
         wait_until(published, timeout=60, what="the dry-run decision to be published as an event")
@@ -429,3 +446,184 @@ def test_only_the_leader_acts_and_a_standby_takes_over(
             stop_controller(first)
         if second is not None:
             stop_controller(second)
+
+
+def test_object_metric_scales_on_a_service_value(
+    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes]
+) -> None:
+    make_target(
+        cluster,
+        "backend",
+        1,
+        {
+            "minReplicas": 1,
+            "maxReplicas": 6,
+            "metrics": [
+                {
+                    "type": "Object",
+                    "object": {
+                        "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "frontend"},
+                        "metric": {"name": "service_rps"},
+                        "target": {"type": "Value", "value": "10"},
+                    },
+                }
+            ],
+        },
+    )
+    exporter.set('live_service_rps{namespace="live",service="frontend"}', 35)  # ceil(3.5 x 1 ready pod) = 4
+
+    def rescales() -> list[str]:
+        events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
+        return [
+            e.get("message", "")
+            for e in events
+            if e.get("involvedObject", {}).get("name") == "backend" and e.get("reason") == "SuccessfulRescale"
+        ]
+
+    wait_until(
+        lambda: "New size: 4; reason: Service metric service_rps above target" in rescales(),
+        timeout=60,
+        what="the first scale-up to 4",
+    )
+    # a Value target multiplies the ratio by the ready pods, and this value does not fall as
+    # pods are added, so upstream keeps going: 3.5 x 4 = 14, clamped at maxReplicas 6
+    wait_until(lambda: replicas(cluster, "backend") == 6, timeout=60, what="the clamp at 6")
+
+
+def test_cpu_utilization_through_metrics_api_is_clamped_at_max(
+    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes]
+) -> None:
+    cluster.kubectl("create", "namespace", NS, check=False)
+    cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "cpu-app", "namespace": NS},
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": {"app": "cpu-app"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "cpu-app"}},
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "example.invalid/cpu",
+                                    "resources": {"requests": {"cpu": "100m"}},
+                                }
+                            ]
+                        },
+                    },
+                },
+            }
+        ),
+    )
+    wait_until(lambda: len(running_pods(cluster, "cpu-app")) == 1, timeout=60, what="1 running pod")
+    cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "cpu-app", "namespace": NS},
+                "spec": {
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "cpu-app"},
+                    "minReplicas": 1,
+                    "maxReplicas": 2,
+                    "metrics": [
+                        {
+                            "type": "Resource",
+                            "resource": {
+                                "name": "cpu",
+                                "target": {"type": "Utilization", "averageUtilization": 50},
+                            },
+                        }
+                    ],
+                },
+            }
+        ),
+    )
+    for name in running_pods(cluster, "cpu-app"):  # 300% of request: ceil(6 x 1) = 6, clamped at 2
+        exporter.set(f'live_container_cpu_cores{{namespace="{NS}",pod="{name}",container="main"}}', 0.3)
+    try:
+        wait_until(lambda: replicas(cluster, "cpu-app") == 2, timeout=90, what="scale-up clamped at 2")
+    except AssertionError:
+        snap = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "controller",
+                "snapshot",
+                f"{NS}/cpu-app",
+                f"--kubeconfig={cluster.kubeconfig}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=ROOT,
+        )
+        import yaml
+
+        data = yaml.safe_load(snap.stdout) or {}
+        pods = [
+            (p["metadata"]["name"], p["status"].get("startTime"), p["status"].get("conditions"))
+            for p in data.get("pods", [])
+            if p["metadata"]["name"].startswith("cpu-app")
+        ]
+        metrics = [
+            (m["metadata"]["name"], m.get("timestamp"), m.get("window"), m.get("containers"))
+            for m in data.get("podMetrics", [])
+        ]
+        raise AssertionError(
+            f"now={data.get('now')}\npods={pods}\npodMetrics={metrics}\n"
+            + json.dumps(hpa(cluster, "cpu-app").get("status"), indent=1)
+        ) from None
+    wait_until(
+        lambda: condition(cluster, "cpu-app", "ScalingLimited") == "True/TooManyReplicas",
+        timeout=30,
+        what="the TooManyReplicas condition",
+    )
+    metric = hpa(cluster, "cpu-app")["status"]["currentMetrics"][0]["resource"]["current"]
+    assert metric["averageUtilization"] == 300
+
+
+def test_watches_resume_after_the_apiserver_restarts(
+    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes]
+) -> None:
+    make_target(
+        cluster,
+        "restart-app",
+        1,
+        {
+            "minReplicas": 1,
+            "maxReplicas": 4,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "requests"},
+                        "target": {"type": "AverageValue", "averageValue": "10"},
+                    },
+                }
+            ],
+        },
+    )
+    for name in running_pods(cluster, "restart-app"):
+        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 10)
+    wait_until(
+        lambda: condition(cluster, "restart-app", "ScalingActive") == "True/ValidMetricFound",
+        timeout=60,
+        what="a first reconcile",
+    )
+    cluster.restart("apiserver")
+    for name in running_pods(cluster, "restart-app"):
+        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 30)  # ceil(3 x 1) = 3
+    wait_until(lambda: replicas(cluster, "restart-app") == 3, timeout=90, what="a scale-up after the restart")
+    assert controller.poll() is None
