@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv lint test demo examples conformance cluster-tools cluster cluster-down bench-adapter clean
+.PHONY: venv lint test demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-controller clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,10 @@ cluster-down: venv
 # Serving and discovery figures against a real Prometheus, printed as a table (loopback only).
 bench-adapter: venv cluster-tools
 	$(BIN)/python benchmarks/bench_adapter.py
+
+# N HPAs (100, 1,000, 2,000) with 10 kwok pods each on the local control plane; prints a table.
+bench-controller: venv cluster-tools
+	$(BIN)/python benchmarks/bench_controller.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

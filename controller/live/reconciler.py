@@ -22,6 +22,8 @@ from controller.engine import Decision, decide, parse_snapshot
 from controller.engine.model import History, Settings
 from shared.informer import Informer
 from shared.kube import Kube, KubeError
+from shared.selectors import SelectorError
+from shared.selectors import parse as parse_selector
 
 from . import assemble
 from .mapping import RESTMapper
@@ -94,9 +96,15 @@ class Reconciler:
         )
         now = self.clock()
         scale, scale_error, path = await self._scale(hpa)
-        pods = [p for p in self.pods.items() if p["metadata"].get("namespace") == namespace]
-        metrics: dict[str, list[Any]] = {}
         selector = (scale or {}).get("status", {}).get("selector", "")
+        pods = [p for p in self.pods.items() if p["metadata"].get("namespace") == namespace]
+        try:  # only the pods the engine would select: parsing a whole namespace per HPA is O(HPAs x pods)
+            chosen = parse_selector(selector) if selector else None
+        except SelectorError:
+            chosen = None  # the engine reports the bad selector itself
+        if chosen is not None:
+            pods = [p for p in pods if chosen.matches(p["metadata"].get("labels") or {})]
+        metrics: dict[str, list[Any]] = {}
         if scale is not None and selector:
             metrics = await fetch(self.kube, self.mapper, hpa, selector)
         snap = assemble.snapshot(

@@ -1,0 +1,236 @@
+"""Controller benchmark on the local control plane: `make bench-controller`.
+
+For each N (default 100, 1,000, 2,000): N Deployments of P kwok pods (default 10), one HPA
+each with one External metric served by the registered adapter from a real Prometheus, and
+the controller as a real process (default sync period 15s, 5 workers). After the first full
+round it measures for one window: reconciles per second, p50/p99 reconcile latency (from
+the controller's own histogram), CPU seconds per reconcile and peak RSS of the controller
+process. The goal: 2,000 HPAs within one 15s sync period on one core, i.e. CPU seconds per
+reconcile below 15 / 2,000 = 7.5 ms. Loopback only; each phase is bounded in time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "hack"))
+
+import localcluster  # noqa: E402
+
+from tests.support import (  # noqa: E402
+    Exporter,
+    PrometheusProcess,
+    free_port,
+    prometheus_binary,
+    register_and_start_adapter,
+    stop_adapter,
+    wait_until,
+)
+
+RULES = """
+externalRules:
+- seriesQuery: '{__name__="bench_queue_depth"}'
+  resources: {overrides: {namespace: {resource: namespace}}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+"""
+NS = "bench"
+
+
+def apply_chunks(cluster: localcluster.Cluster, items: list[dict[str, object]], chunk: int = 200) -> None:
+    for i in range(0, len(items), chunk):
+        cluster.kubectl(
+            "apply",
+            "--server-side",
+            "-f",
+            "-",
+            timeout=300,
+            input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items[i : i + chunk]}),
+        )
+
+
+def running_pods(cluster: localcluster.Cluster) -> int:
+    out = cluster.kubectl(
+        "-n", NS, "get", "pods", "--field-selector=status.phase=Running", "-o", "name", timeout=300
+    )
+    return len(out.stdout.split())
+
+
+def scrape(port: int) -> str:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            return str(r.read().decode())
+    except OSError:  # not listening yet
+        return ""
+
+
+def histogram(text: str) -> tuple[float, list[tuple[float, float]]]:
+    """Total count and (le, cumulative count) buckets of the reconciliation duration histogram."""
+    buckets: dict[float, float] = {}
+    for m in re.finditer(r'reconciliation_duration_seconds_bucket\{[^}]*le="([^"]+)"\} ([0-9.e+]+)', text):
+        le = float("inf") if m.group(1) == "+Inf" else float(m.group(1))
+        buckets[le] = buckets.get(le, 0.0) + float(m.group(2))
+    ordered = sorted(buckets.items())
+    return (ordered[-1][1] if ordered else 0.0), ordered
+
+
+def quantile(q: float, before: list[tuple[float, float]], after: list[tuple[float, float]]) -> float:
+    diff = [(le, a - dict(before).get(le, 0.0)) for le, a in after]
+    total = diff[-1][1] if diff else 0
+    for le, count in diff:
+        if count >= q * total:
+            return le
+    return float("inf")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mib(pid: int) -> float:
+    m = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
+    return int(m.group(1)) / 1024 if m else 0.0
+
+
+def run_size(
+    cluster: localcluster.Cluster, exporter: Exporter, n: int, pods: int, sync: int, work: Path
+) -> str:
+    cluster.kubectl("delete", "namespace", NS, "--wait=true", check=False, timeout=600)
+    cluster.kubectl("create", "namespace", NS)
+    deployments = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": f"d{i}", "namespace": NS},
+            "spec": {
+                "replicas": pods,
+                "selector": {"matchLabels": {"app": f"d{i}"}},
+                "template": {
+                    "metadata": {"labels": {"app": f"d{i}"}},
+                    "spec": {"containers": [{"name": "c", "image": "example.invalid/b"}]},
+                },
+            },
+        }
+        for i in range(n)
+    ]
+    t0 = time.monotonic()
+    apply_chunks(cluster, deployments)
+    wait_until(
+        lambda: running_pods(cluster) >= n * pods, timeout=120 + n * pods * 0.5, what=f"{n * pods} pods"
+    )
+    setup = time.monotonic() - t0
+    for i in range(n):  # exactly on target: every reconcile decides, none rescales
+        exporter.set(f'bench_queue_depth{{namespace="{NS}",queue="q{i}"}}', pods * 5)
+    hpas = [
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": f"d{i}", "namespace": NS},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"d{i}"},
+                "minReplicas": 1,
+                "maxReplicas": pods * 2,
+                "metrics": [
+                    {
+                        "type": "External",
+                        "external": {
+                            "metric": {
+                                "name": "bench_queue_depth",
+                                "selector": {"matchLabels": {"queue": f"q{i}"}},
+                            },
+                            "target": {"type": "AverageValue", "averageValue": "5"},
+                        },
+                    }
+                ],
+            },
+        }
+        for i in range(n)
+    ]
+    apply_chunks(cluster, hpas)
+    port = free_port()
+    log = open(work / f"controller-{n}.log", "ab")  # noqa: SIM115 - owned by the child
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "controller",
+            "run",
+            f"--kubeconfig={cluster.kubeconfig}",
+            f"--horizontal-pod-autoscaler-sync-period={sync}s",
+            "--bind-address=127.0.0.1",
+            f"--port={port}",
+            "--log-level=warning",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+    )
+    log.close()
+    try:
+        wait_until(lambda: histogram(scrape(port))[0] >= n, timeout=300, what="the first full round")
+        before_text, cpu0, t_start = scrape(port), cpu_seconds(proc.pid), time.monotonic()
+        time.sleep(sync * 2)
+        after_text, cpu1, elapsed = scrape(port), cpu_seconds(proc.pid), time.monotonic() - t_start
+        (c0, b0), (c1, b1) = histogram(before_text), histogram(after_text)
+        count = c1 - c0
+        return (
+            f"| {n} | {pods} | {setup:.0f} | {count / elapsed:.1f} | {quantile(0.5, b0, b1) * 1000:.0f} | "
+            f"{quantile(0.99, b0, b1) * 1000:.0f} | {(cpu1 - cpu0) / max(count, 1) * 1000:.2f} | "
+            f"{peak_rss_mib(proc.pid):.0f} |"
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="100,1000,2000", help="comma-separated numbers of HPAs")
+    ap.add_argument("--pods", type=int, default=10, help="kwok pods per Deployment")
+    ap.add_argument("--sync-period", type=int, default=15)
+    a = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="promhpa-bench-controller-"))
+    cluster = localcluster.Cluster(work / "cluster")
+    exporter = Exporter()
+    prometheus = adapter = None
+    rows = [
+        "| HPAs | pods each | setup s | reconciles/s | p50 ms | p99 ms | CPU ms/reconcile | peak RSS MiB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    try:
+        cluster.up()
+        prometheus = PrometheusProcess(prometheus_binary(), work, exporter.port)
+        prometheus.start()
+        exporter.set(f'bench_queue_depth{{namespace="{NS}",queue="seed"}}', 0)
+        wait_until(lambda: prometheus.query("bench_queue_depth") != [], timeout=60, what="scrape")
+        adapter = register_and_start_adapter(cluster, prometheus, work, RULES)
+        for n in (int(x) for x in a.sizes.split(",")):
+            rows.append(run_size(cluster, exporter, n, a.pods, a.sync_period, work))
+            print(rows[-1], flush=True)
+    finally:
+        if adapter is not None:
+            stop_adapter(adapter)
+        if prometheus is not None:
+            prometheus.stop()
+        exporter.close()
+        cluster.down(quiet=True)
+    print("\n".join(rows))
+    print(
+        "(p50/p99 are histogram bucket bounds; the controller shares two cores with the whole control plane)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
