@@ -536,6 +536,9 @@ class Cluster:
                 # kwok's heartbeats can lag on a busy two-core machine; the default 40s grace
                 # would mark the fake nodes (and their pods) NotReady mid-test
                 "--node-monitor-grace-period=300s",
+                # create ReplicaSets' pods at benchmark scale without client-side throttling
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
                 "--leader-elect=false",
                 "--v=1",
             ],
