@@ -165,12 +165,6 @@ class AdapterProcess:
             return str(r.read().decode())
 
 
-def start_adapter_on(
-    port: int, directory: Path, prometheus_url: str, config: str, *extra: str, insecure: bool = True
-) -> AdapterProcess:
-    return start_adapter(directory, prometheus_url, config, *extra, insecure=insecure, port=port)
-
-
 def start_adapter(
     directory: Path,
     prometheus_url: str,

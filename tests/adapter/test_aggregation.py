@@ -17,15 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from localcluster import Cluster, adapter_manifests, service_account_kubeconfig
+from localcluster import Cluster, service_account_kubeconfig
 
-from adapter.tls import self_signed
 from tests.support import (
     AdapterProcess,
     Exporter,
     PrometheusProcess,
-    free_port,
-    start_adapter_on,
+    register_and_start_adapter,
     stop_adapter,
     wait_until,
 )
@@ -74,11 +72,6 @@ def registered(
     prometheus: PrometheusProcess,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[AdapterProcess, list[str]]]:
-    work = tmp_path_factory.mktemp("aggregated")
-    port = free_port()
-    cert, key = self_signed(work / "certs", [f"{SERVICE}.{NS}.svc"])
-    apply(cluster, adapter_manifests(NS, SERVICE, port, cert.read_bytes(), resource_metrics=True))
-    kubeconfig = service_account_kubeconfig(cluster, NS, SERVICE, work / "adapter.kubeconfig")
     cluster.kubectl("create", "namespace", "shop")
     cluster.kubectl(
         "-n", "shop", "create", "deployment", "web", "--image=example.invalid/web", "--replicas=2"
@@ -92,31 +85,8 @@ def registered(
     exporter.set('agg_queue_messages{namespace="shop",queue="orders"}', 17)
     wait_until(lambda: len(prometheus.query("agg_requests")) == 3, what="scrape")
     wait_until(lambda: prometheus.query("agg_queue_messages") != [], what="scrape")
-    a = start_adapter_on(
-        port,
-        work,
-        prometheus.url,
-        CONFIG,
-        f"--kubeconfig={kubeconfig}",
-        f"--tls-cert-file={cert}",
-        f"--tls-private-key-file={key}",
-        "--query-cache-ttl=0s",
-        insecure=False,
-    )
-
-    def available() -> bool:
-        out = json.loads(cluster.kubectl("get", "apiservices", "-o", "json").stdout)["items"]
-        mine = [s for s in out if s["spec"].get("service")]
-        return len(mine) == 4 and all(
-            any(
-                c["type"] == "Available" and c["status"] == "True"
-                for c in s.get("status", {}).get("conditions", [])
-            )
-            for s in mine
-        )
-
+    a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("aggregated"), CONFIG)
     try:
-        wait_until(available, timeout=60, what="APIServices Available")
         yield a, pods
     finally:
         stop_adapter(a)
