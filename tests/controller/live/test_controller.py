@@ -153,6 +153,13 @@ def make_target(
     wait_until(
         lambda: len(running_pods(cluster, app)) == replicas, timeout=60, what=f"{replicas} running pods"
     )
+    make_hpa(cluster, app, hpa_spec, labels)
+
+
+def make_hpa(
+    cluster: Cluster, app: str, hpa_spec: dict[str, Any], labels: dict[str, str] | None = None
+) -> None:
+    """An HPA on the Deployment of the same name."""
     cluster.kubectl(
         "apply",
         "-f",
@@ -181,35 +188,24 @@ def condition(cluster: Cluster, name: str, ctype: str) -> str:
 def test_scales_up_on_load_and_down_after_it_falls(
     cluster: Cluster, exporter: Exporter, prometheus: PrometheusProcess, controller: subprocess.Popen[bytes]
 ) -> None:
-    cluster.kubectl("create", "namespace", NS, check=False)
-    cluster.kubectl("-n", NS, "create", "deployment", "api", "--image=example.invalid/api", "--replicas=1")
-    wait_until(lambda: len(running_pods(cluster, "api")) == 1, timeout=60, what="1 running pod")
-    cluster.kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=json.dumps(
-            {
-                "apiVersion": "autoscaling/v2",
-                "kind": "HorizontalPodAutoscaler",
-                "metadata": {"name": "api", "namespace": NS},
-                "spec": {
-                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"},
-                    "minReplicas": 1,
-                    "maxReplicas": 5,
-                    "metrics": [
-                        {
-                            "type": "Pods",
-                            "pods": {
-                                "metric": {"name": "requests"},
-                                "target": {"type": "AverageValue", "averageValue": "10"},
-                            },
-                        }
-                    ],
-                    "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}},
-                },
-            }
-        ),
+    make_target(
+        cluster,
+        "api",
+        1,
+        {
+            "minReplicas": 1,
+            "maxReplicas": 5,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "requests"},
+                        "target": {"type": "AverageValue", "averageValue": "10"},
+                    },
+                }
+            ],
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}},
+        },
     )
 
     def load(per_pod: float) -> None:
@@ -523,31 +519,19 @@ def test_cpu_utilization_through_metrics_api_is_clamped_at_max(
         ),
     )
     wait_until(lambda: len(running_pods(cluster, "cpu-app")) == 1, timeout=60, what="1 running pod")
-    cluster.kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=json.dumps(
-            {
-                "apiVersion": "autoscaling/v2",
-                "kind": "HorizontalPodAutoscaler",
-                "metadata": {"name": "cpu-app", "namespace": NS},
-                "spec": {
-                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "cpu-app"},
-                    "minReplicas": 1,
-                    "maxReplicas": 2,
-                    "metrics": [
-                        {
-                            "type": "Resource",
-                            "resource": {
-                                "name": "cpu",
-                                "target": {"type": "Utilization", "averageUtilization": 50},
-                            },
-                        }
-                    ],
-                },
-            }
-        ),
+    make_hpa(
+        cluster,
+        "cpu-app",
+        {
+            "minReplicas": 1,
+            "maxReplicas": 2,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}},
+                }
+            ],
+        },
     )
     for name in running_pods(cluster, "cpu-app"):  # 300% of request: ceil(6 x 1) = 6, clamped at 2
         exporter.set(f'live_container_cpu_cores{{namespace="{NS}",pod="{name}",container="main"}}', 0.3)
