@@ -833,9 +833,11 @@ def _fake_node(name: str) -> dict[str, object]:
                 "kubernetes.io/arch": "amd64",
             },
         },
+        # room for the controller benchmark's 20,000 pods: at the kubelet default of 110 pods
+        # per node, three nodes stop scheduling at 330 pods
         "status": {
-            "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-            "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            "allocatable": {"cpu": "1000", "memory": "4Ti", "pods": "8000"},
+            "capacity": {"cpu": "1000", "memory": "4Ti", "pods": "8000"},
         },
     }
 
