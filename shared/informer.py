@@ -97,8 +97,20 @@ class Informer:
                         self._notify(kind, obj)
             except (KubeError, KeyError, ValueError) as e:
                 self.error = str(e)
-                if not self.stopped.is_set():
+                if self.stopped.is_set():
+                    break
+                if isinstance(e, KubeError) and e.status in (401, 403):
+                    # not transient: say which permission is missing; keep retrying so a fixed
+                    # RoleBinding takes effect without a restart
+                    log.error(
+                        "not allowed to list and watch; grant list and watch on this resource",
+                        path=self.path,
+                        status=e.status,
+                        error=str(e),
+                    )
+                else:
                     log.info("watch ended; re-listing", path=self.path, error=str(e))
+                if not self.stopped.is_set():
                     time.sleep(backoff)
                     backoff = min(backoff * 2, 10.0)
 

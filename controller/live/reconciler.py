@@ -9,6 +9,7 @@ set, which yields upstream's FailedRescale condition and event on the same code 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -142,7 +143,11 @@ class Reconciler:
             try:
                 await update_status(self.kube, hpa, decision.status)
             except KubeError as e:
-                await self.recorder.record(hpa, "Warning", "FailedUpdateStatus", str(e).split(": ", 1)[-1])
+                log.error("status not written", hpa=f"{namespace}/{name}", error=str(e))
+                with contextlib.suppress(KubeError):
+                    await self.recorder.record(
+                        hpa, "Warning", "FailedUpdateStatus", str(e).split(": ", 1)[-1]
+                    )
         self._observe(namespace, name, decision, time.monotonic() - start)
         return decision
 

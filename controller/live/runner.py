@@ -98,6 +98,20 @@ class LeaderElector:
         return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases/{self.name}"
 
     async def try_acquire(self) -> bool:
+        """True while this process holds the Lease; a refused request (RBAC) is logged, not raised."""
+        try:
+            return await self._try_acquire()
+        except KubeError as e:
+            if e.status not in (401, 403):
+                raise
+            log.error(
+                "not allowed to manage the leader-election Lease; grant get, create and update on leases",
+                lease=f"{self.namespace}/{self.name}",
+                error=str(e),
+            )
+            return False
+
+    async def _try_acquire(self) -> bool:
         now = datetime.now(UTC)
         stamp = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         spec = {
@@ -119,7 +133,9 @@ class LeaderElector:
             try:
                 await self.kube.post(f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases", body)
                 return True
-            except KubeError:
+            except KubeError as e:
+                if e.status in (401, 403):
+                    raise
                 return False
         held = lease.get("spec", {})
         holder = held.get("holderIdentity")
@@ -137,7 +153,9 @@ class LeaderElector:
         try:
             await self.kube.put(self._path(), {**lease, "spec": new})  # resourceVersion guards the race
             return True
-        except KubeError:
+        except KubeError as e:
+            if e.status in (401, 403):
+                raise
             return False
 
 
@@ -220,8 +238,9 @@ async def run(opts: Options) -> int:
         renew_task = asyncio.create_task(renew())
     hpas.start()
     pods.start()
-    await asyncio.to_thread(hpas.synced.wait, 60)
-    await asyncio.to_thread(pods.synced.wait, 60)
+    for informer in (hpas, pods):  # deciding on an empty cache would be deciding blind
+        while not await asyncio.to_thread(informer.synced.wait, 10):
+            log.error("waiting for the first list", path=informer.path, error=informer.error or None)
     for obj in hpas.items():
         on_hpa("ADDED", obj)
 

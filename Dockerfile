@@ -1,0 +1,34 @@
+# One image for both processes: `promhpa-adapter` and `promhpa-controller run`.
+# The build stage makes wheels (and is the only place with pip's build machinery); the
+# runtime stage installs them into a virtualenv and keeps no compilers, no pip cache, no
+# shell tools beyond the slim base, and runs as an unprivileged user.
+#   docker build -t promhpa:dev .
+FROM python:3.11-slim-bookworm AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY adapter ./adapter
+COPY controller ./controller
+COPY shared ./shared
+RUN python -m venv /opt/promhpa \
+ && /opt/promhpa/bin/pip install --upgrade pip \
+ && /opt/promhpa/bin/pip wheel --wheel-dir /wheels . \
+ && /opt/promhpa/bin/pip install --no-index --find-links /wheels promhpa \
+ && /opt/promhpa/bin/pip uninstall -y pip setuptools wheel
+
+FROM python:3.11-slim-bookworm
+LABEL org.opencontainers.image.title="promhpa" \
+      org.opencontainers.image.description="Prometheus metrics adapter and HPA controller for Kubernetes" \
+      org.opencontainers.image.licenses="Apache-2.0"
+# no bytecode writes (the root file system is read-only in the chart), unbuffered logs
+ENV PATH=/opt/promhpa/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+COPY --from=build /opt/promhpa /opt/promhpa
+# the base image's pip is not needed at run time
+RUN python -m pip uninstall -y pip setuptools wheel 2>/dev/null; \
+    groupadd --gid 65532 promhpa && useradd --uid 65532 --gid 65532 --no-create-home --shell /usr/sbin/nologin promhpa
+USER 65532:65532
+WORKDIR /tmp
+# the adapter's HTTPS port and the controller's /metrics
+EXPOSE 6443 10258
+ENTRYPOINT []
+CMD ["promhpa-adapter", "--help"]
