@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from .kube import Kube, KubeError
+from .selectors import Selector
 
 log = structlog.get_logger("informer")
 Key = tuple[str, str]  # (namespace, name)
@@ -32,6 +33,11 @@ class Informer:
     stopped: threading.Event = field(default_factory=threading.Event)
     error: str = ""
     relists: int = 0
+    # (namespace) and (namespace, label key, label value) -> keys: selecting the pods of one
+    # HPA must not scan every pod of a namespace (O(HPAs x pods) per sync period)
+    _by_ns: dict[str, set[Key]] = field(default_factory=dict)
+    _by_label: dict[tuple[str, str, str], set[Key]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> Informer:
         threading.Thread(target=self._run, name=f"informer{self.path}", daemon=True).start()
@@ -45,6 +51,42 @@ class Informer:
 
     def items(self) -> list[dict[str, Any]]:
         return list(self.objects.values())
+
+    def select(self, namespace: str, selector: Selector | None = None) -> list[dict[str, Any]]:
+        """Objects of one namespace that match ``selector`` (all of them for None).
+
+        Equality and ``in`` requirements narrow the candidates through the label index;
+        the full selector then decides, so every operator keeps its exact meaning.
+        """
+        with self._lock:
+            keys: set[Key] | None = None
+            for r in selector.requirements if selector is not None else ():
+                if r.operator in ("=", "==", "in"):
+                    hit: set[Key] = set()
+                    for v in r.values:
+                        hit |= self._by_label.get((namespace, r.key, v), set())
+                    keys = hit if keys is None else keys & hit
+            if keys is None:
+                keys = set(self._by_ns.get(namespace, set()))
+            objs = [o for k in keys if (o := self.objects.get(k)) is not None]
+        if selector is None:
+            return objs
+        return [o for o in objs if selector.matches(o["metadata"].get("labels") or {})]
+
+    def _index(self, key: Key, obj: dict[str, Any] | None) -> None:
+        """Point the indexes at ``obj`` (None: forget ``key``); caller holds the lock."""
+        old = self.objects.get(key)
+        if old is not None:
+            self._by_ns.get(key[0], set()).discard(key)
+            for k, v in (old["metadata"].get("labels") or {}).items():
+                self._by_label.get((key[0], k, v), set()).discard(key)
+        if obj is None:
+            self.objects.pop(key, None)
+            return
+        self.objects[key] = obj
+        self._by_ns.setdefault(key[0], set()).add(key)
+        for k, v in (obj["metadata"].get("labels") or {}).items():
+            self._by_label.setdefault((key[0], k, v), set()).add(key)
 
     def _notify(self, kind: str, obj: dict[str, Any]) -> None:
         if self.on_change is not None:
@@ -64,7 +106,14 @@ class Informer:
                     for o in listing.get("items", [])
                 }
                 gone = [self.objects[k] for k in self.objects.keys() - fresh.keys()]
-                self.objects = fresh
+                by_ns: dict[str, set[Key]] = {}
+                by_label: dict[tuple[str, str, str], set[Key]] = {}
+                for k, o in fresh.items():
+                    by_ns.setdefault(k[0], set()).add(k)
+                    for lk, lv in (o["metadata"].get("labels") or {}).items():
+                        by_label.setdefault((k[0], lk, lv), set()).add(k)
+                with self._lock:  # one swap: readers never see a half-built cache
+                    self.objects, self._by_ns, self._by_label = fresh, by_ns, by_label
                 self.relists += 1
                 for obj in gone:
                     self._notify("DELETED", obj)
@@ -90,10 +139,8 @@ class Informer:
                         ):
                             kind = "DELETED"  # it no longer matches: forget it
                         key = (meta.get("namespace", ""), meta.get("name", ""))
-                        if kind == "DELETED":
-                            self.objects.pop(key, None)
-                        else:
-                            self.objects[key] = obj
+                        with self._lock:
+                            self._index(key, None if kind == "DELETED" else obj)
                         self._notify(kind, obj)
             except (KubeError, KeyError, ValueError) as e:
                 self.error = str(e)

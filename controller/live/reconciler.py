@@ -98,13 +98,11 @@ class Reconciler:
         now = self.clock()
         scale, scale_error, path = await self._scale(hpa)
         selector = (scale or {}).get("status", {}).get("selector", "")
-        pods = [p for p in self.pods.items() if p["metadata"].get("namespace") == namespace]
-        try:  # only the pods the engine would select: parsing a whole namespace per HPA is O(HPAs x pods)
+        try:  # only the pods the engine would select, found through the informer's label index
             chosen = parse_selector(selector) if selector else None
         except SelectorError:
             chosen = None  # the engine reports the bad selector itself
-        if chosen is not None:
-            pods = [p for p in pods if chosen.matches(p["metadata"].get("labels") or {})]
+        pods = self.pods.select(namespace, chosen)
         metrics: dict[str, list[Any]] = {}
         if scale is not None and selector:
             metrics = await fetch(self.kube, self.mapper, hpa, selector)

@@ -1,0 +1,221 @@
+"""charts/promhpa rendered by the real helm: lint, schema, TLS, RBAC and rules, and every
+option's output accepted by the real kube-apiserver (server-side dry run)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from localcluster import Cluster
+
+from adapter.config import parse_config
+from adapter.default_rules import DEFAULT_RULES
+from tests.charts.chart import CHART, CI_VALUES, as_list, helm, of_kind, render, stand_in_crds
+
+URL = "--set=prometheus.url=http://prometheus.monitoring.svc:9090"
+
+
+@pytest.mark.parametrize("values", CI_VALUES, ids=lambda p: p.stem)
+def test_helm_lint_is_clean(values: Path) -> None:
+    out = helm("lint", str(CHART), "--strict", "-f", str(values))
+    assert "1 chart(s) linted, 0 chart(s) failed" in out.stdout, out.stdout
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("values", CI_VALUES, ids=lambda p: p.stem)
+def test_rendered_manifests_are_accepted_by_the_apiserver(cluster: Cluster, values: Path) -> None:
+    cluster.kubectl("apply", "-f", "-", input=as_list(stand_in_crds()))
+    cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    cluster.kubectl("create", "namespace", "promhpa-render", check=False)
+    docs = render("-f", str(values), namespace="promhpa-render")
+    out = cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=as_list(docs), check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("(server dry run)") == len(docs)
+
+
+@pytest.mark.parametrize("values", CI_VALUES, ids=lambda p: p.stem)
+def test_apiservices_never_skip_tls_verification(values: Path) -> None:
+    docs = render("-f", str(values))
+    for api in of_kind(docs, "APIService"):
+        assert not api["spec"].get("insecureSkipTLSVerify"), api["metadata"]["name"]
+        injected = "cert-manager.io/inject-ca-from" in (api["metadata"].get("annotations") or {})
+        assert api["spec"].get("caBundle") or injected, api["metadata"]["name"]
+
+
+def test_default_install_registers_custom_v1beta1_v1beta2_and_external() -> None:
+    names = sorted(a["metadata"]["name"] for a in of_kind(render(URL), "APIService"))
+    assert names == [
+        "v1beta1.custom.metrics.k8s.io",
+        "v1beta1.external.metrics.k8s.io",
+        "v1beta2.custom.metrics.k8s.io",
+    ]
+
+
+def test_resource_metrics_api_is_registered_only_when_asked() -> None:
+    docs = render(URL, "--set=apiServices.resource=true")
+    assert "v1beta1.metrics.k8s.io" in [a["metadata"]["name"] for a in of_kind(docs, "APIService")]
+
+
+def test_generated_certificate_serves_the_service_name_and_chains_to_the_ca_bundle() -> None:
+    docs = render(URL, namespace="monitoring", release="promhpa")
+    secret = of_kind(docs, "Secret")[0]
+    cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "promhpa-adapter.monitoring.svc" in names.get_values_for_type(x509.DNSName)
+    for api in of_kind(docs, "APIService"):
+        ca = x509.load_pem_x509_certificate(base64.b64decode(api["spec"]["caBundle"]))
+        key = ca.public_key()
+        assert isinstance(key, rsa.RSAPublicKey)
+        assert cert.signature_hash_algorithm is not None
+        key.verify(
+            cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(), cert.signature_hash_algorithm
+        )
+        assert api["spec"]["service"] == {"name": "promhpa-adapter", "namespace": "monitoring", "port": 443}
+
+
+def rules_of(docs: list[dict[str, Any]]) -> str:
+    return str(of_kind(docs, "ConfigMap")[0]["data"]["config.yaml"])
+
+
+def test_default_rules_are_prometheus_adapters_defaults() -> None:
+    rendered = rules_of(render(URL))
+    assert yaml.safe_load(rendered) == yaml.safe_load(DEFAULT_RULES)
+    parse_config(rendered, "<chart defaults>")  # and the adapter loads them
+
+
+def test_rules_from_values_are_appended_and_valid() -> None:
+    docs = render(URL, "--set=rules.default=true", "-f", str(CHART / "ci" / "resource-metrics-values.yaml"))
+    config = yaml.safe_load(rules_of(docs))
+    assert len(config["rules"]) == 7  # prometheus-adapter's six, then the user's
+    assert config["rules"][-1]["seriesQuery"] == 'http_requests_total{namespace!="",pod!=""}'
+    assert config["externalRules"][0]["seriesQuery"] == '{__name__="queue_depth"}'
+    assert config["resourceRules"]["window"] == "3m"  # the user's replace the defaults
+    parse_config(rules_of(docs), "<chart values>")
+
+
+def test_existing_configmap_replaces_the_rules() -> None:
+    docs = render(URL, "--set=rules.existingConfigMap=my-rules")
+    assert of_kind(docs, "ConfigMap") == []
+    deployment = next(d for d in of_kind(docs, "Deployment") if d["metadata"]["name"].endswith("adapter"))
+    volumes = deployment["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "rules", "configMap": {"name": "my-rules"}} in volumes
+
+
+def test_missing_prometheus_url_fails_with_what_to_set() -> None:
+    out = helm("template", "r", str(CHART), check=False)
+    assert out.returncode != 0
+    assert "prometheus.url is required" in out.stderr
+    assert "--set prometheus.url=" in out.stderr
+
+
+def test_misspelled_value_is_rejected_by_the_schema() -> None:
+    out = helm("template", "r", str(CHART), URL, "--set=controler.enabled=false", check=False)
+    assert out.returncode != 0
+    assert "additional properties 'controler' not allowed" in out.stderr
+
+
+def test_existing_secret_without_ca_bundle_is_refused() -> None:
+    out = helm(
+        "template",
+        "r",
+        str(CHART),
+        URL,
+        "--set=tls.mode=existingSecret",
+        "--set=tls.existingSecret.name=x",
+        check=False,
+    )
+    assert out.returncode != 0
+    assert "tls.existingSecret.caBundle" in out.stderr
+
+
+def test_two_controllers_without_leader_election_are_refused() -> None:
+    out = helm("template", "r", str(CHART), URL, "--set=controller.leaderElect=false", check=False)
+    assert out.returncode != 0
+    assert "leaderElect" in out.stderr
+
+
+def test_pods_run_as_non_root_with_a_read_only_root() -> None:
+    for d in of_kind(render(URL), "Deployment"):
+        pod = d["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        for c in pod["containers"]:
+            sc = c["securityContext"]
+            assert sc["readOnlyRootFilesystem"] is True
+            assert sc["allowPrivilegeEscalation"] is False
+            assert sc["capabilities"] == {"drop": ["ALL"]}
+            assert c["livenessProbe"]
+            assert c["readinessProbe"]
+            assert c["resources"]["requests"]
+
+
+def test_controller_flags_follow_the_values() -> None:
+    docs = render("-f", str(CHART / "ci" / "beside-builtin-controller-values.yaml"))
+    controller = next(d for d in of_kind(docs, "Deployment") if d["metadata"]["name"].endswith("controller"))
+    args = controller["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--dry-run" in args
+    assert "--hpa-selector=autoscaler=promhpa" in args
+    assert "--feature-gates=HPAConfigurableTolerance=true" in args
+    assert not any(a.startswith("--leader-elect") for a in args)
+
+
+def test_controller_may_only_touch_its_own_lease() -> None:
+    role = of_kind(render(URL, release="r"), "Role")[0]
+    assert role["rules"] == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["r-promhpa-controller"],
+            "verbs": ["get", "update"],
+        }
+    ]
+
+
+def test_every_value_is_documented() -> None:
+    """Each key with a value of its own has a `# --` comment above it (sections need none)."""
+    lines = (CHART / "values.yaml").read_text().splitlines()
+    undocumented = []
+    skip_deeper_than: int | None = None
+    for i, line in enumerate(lines):
+        m = re.match(r"^(\s*)([A-Za-z_][\w]*):(.*)$", line)
+        if not m:
+            continue
+        indent, key, rest = len(m.group(1)), m.group(2), m.group(3).strip()
+        if skip_deeper_than is not None and indent > skip_deeper_than:
+            continue  # inside a documented value (a default list or map)
+        skip_deeper_than = None
+        nxt = next((x for x in lines[i + 1 :] if x.strip()), "")
+        is_section = not rest and not nxt.strip().startswith("-")
+        block = lines[:i]
+        while block and block[-1].strip().startswith("#") and not block[-1].strip().startswith("# --"):
+            block = block[:-1]
+        documented = bool(block) and block[-1].strip().startswith("# --")
+        if documented:
+            skip_deeper_than = indent
+        elif not is_section:
+            undocumented.append(f"values.yaml:{i + 1}: {key}")
+    assert undocumented == []
+
+
+def test_schema_knows_every_value() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+
+    def walk(v: Any, s: dict[str, Any], path: str) -> list[str]:
+        if not isinstance(v, dict) or "properties" not in s:
+            return []
+        missing = [f"{path}.{k}" for k in v if k not in s["properties"]]
+        return missing + [
+            m
+            for k, sub in v.items()
+            if k in s["properties"]
+            for m in walk(sub, s["properties"][k], f"{path}.{k}")
+        ]
+
+    assert walk(values, schema, "") == []

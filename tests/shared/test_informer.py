@@ -1,0 +1,77 @@
+"""The list+watch cache against the real kube-apiserver: selection through the label index
+must equal a full scan, through creates, relabels and deletes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from localcluster import Cluster
+
+from shared.informer import Informer
+from shared.kube import Kube, load
+from shared.selectors import parse
+from tests.support import wait_until
+
+pytestmark = pytest.mark.cluster
+NS = "informer"
+
+
+def pod(name: str, labels: dict[str, str]) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
+    }
+
+
+def names(objs: list[dict[str, object]]) -> list[str]:
+    return sorted(o["metadata"]["name"] for o in objs)  # type: ignore[index]
+
+
+SELECTORS = ["app=web", "app in (web,api)", "app=web,tier!=canary", "tier", "!tier", "app notin (web)"]
+
+
+def scan(informer: Informer, selector: str) -> list[str]:
+    s = parse(selector)
+    return names(
+        [
+            o
+            for o in informer.items()
+            if o["metadata"]["namespace"] == NS and s.matches(o["metadata"].get("labels") or {})
+        ]
+    )
+
+
+def test_select_through_the_label_index_equals_a_full_scan(cluster: Cluster) -> None:
+    cluster.kubectl("create", "namespace", NS, check=False)
+    items = [
+        pod("web-1", {"app": "web"}),
+        pod("web-2", {"app": "web", "tier": "canary"}),
+        pod("api-1", {"app": "api", "tier": "backend"}),
+        pod("other", {"team": "x"}),
+    ]
+    cluster.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    )
+    informer = Informer(Kube(load(str(cluster.kubeconfig))), "/api/v1/pods").start()
+    try:
+        assert informer.synced.wait(30)
+        wait_until(lambda: len(informer.select(NS)) == 4, what="4 pods cached")
+        for sel in SELECTORS:
+            assert names(informer.select(NS, parse(sel))) == scan(informer, sel), sel
+        assert names(informer.select(NS, parse("app=web"))) == ["web-1", "web-2"]
+
+        cluster.kubectl("-n", NS, "label", "pod", "web-1", "app=api", "--overwrite")
+        wait_until(lambda: names(informer.select(NS, parse("app=web"))) == ["web-2"], what="relabel seen")
+        assert names(informer.select(NS, parse("app=api"))) == ["api-1", "web-1"]
+
+        cluster.kubectl("-n", NS, "delete", "pod", "web-2", "--grace-period=0", "--force")
+        wait_until(lambda: informer.select(NS, parse("app=web")) == [], what="delete seen")
+        for sel in SELECTORS:
+            assert names(informer.select(NS, parse(sel))) == scan(informer, sel), sel
+        assert informer.select("elsewhere", parse("app=api")) == []
+    finally:
+        informer.stop()
+        cluster.kubectl("delete", "namespace", NS, "--wait=false")
