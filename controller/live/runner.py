@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -110,6 +111,18 @@ class LeaderElector:
                 error=str(e),
             )
             return False
+
+    async def release(self) -> None:
+        """Give the Lease up on a clean exit, as client-go's ReleaseOnCancel does: an empty
+        holder with a 1s duration, so a standby need not wait out the full lease."""
+        lease = await self.kube.get(self._path())
+        held = lease.get("spec", {})
+        if held.get("holderIdentity") != self.identity:
+            return
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        spec = {**held, "holderIdentity": None, "leaseDurationSeconds": 1, "renewTime": stamp}
+        await self.kube.put(self._path(), {**lease, "spec": spec})
+        log.info("released the Lease", lease=f"{self.namespace}/{self.name}")
 
     async def _try_acquire(self) -> bool:
         now = datetime.now(UTC)
@@ -215,11 +228,19 @@ async def run(opts: Options) -> int:
         leader_elect=opts.leader_elect,
     )
 
+    stop = asyncio.Event()  # SIGTERM/SIGINT: finish cleanly and hand the Lease over at once
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
     if opts.leader_elect:
         identity = f"{socket.gethostname()}_{os.getpid()}"
         elector = LeaderElector(kube, opts.lease_namespace, opts.lease_name, identity)
         while not await elector.try_acquire():
-            await asyncio.sleep(elector.retry_seconds)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), elector.retry_seconds)
+            if stop.is_set():
+                await runner.cleanup()
+                return 0
         log.info("became leader", lease=f"{opts.lease_namespace}/{opts.lease_name}", identity=identity)
 
         async def renew() -> None:
@@ -260,14 +281,18 @@ async def run(opts: Options) -> int:
 
     workers = [asyncio.create_task(worker()) for _ in range(opts.workers)]
     try:
-        await asyncio.Event().wait()
+        await stop.wait()
+        log.info("stopping")
     finally:
         for w in workers:
             w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
         if opts.leader_elect:
             renew_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renew_task
+            with contextlib.suppress(KubeError):  # no writes follow: a standby may take over now
+                await elector.release()
         hpas.stop()
         pods.stop()
         await runner.cleanup()

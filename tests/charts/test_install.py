@@ -1,0 +1,482 @@
+"""`helm install` of charts/promhpa into the real control plane, in externalEndpoint mode.
+
+The adapter runs on this host with the chart's serving certificate, rules and
+ServiceAccount; the controller runs as a process with the chart's ServiceAccount token, so
+every request it makes is authorized by exactly the RBAC the chart grants. Then each of
+those grants is taken away in turn and the controller must say what is missing; finally
+`helm uninstall` must leave nothing behind.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from localcluster import Cluster, service_account_kubeconfig
+
+from tests.charts.chart import CHART, helm
+from tests.support import (
+    AdapterProcess,
+    Exporter,
+    PrometheusProcess,
+    free_port,
+    start_adapter,
+    stop_adapter,
+    wait_until,
+)
+
+pytestmark = pytest.mark.cluster
+ROOT = Path(__file__).resolve().parents[2]
+RELEASE, NS, APP_NS = "hpa", "promhpa-chart", "chart-app"
+ADAPTER, CONTROLLER = "hpa-promhpa-adapter", "hpa-promhpa-controller"
+API_NAMES = [
+    "v1beta1.custom.metrics.k8s.io",
+    "v1beta2.custom.metrics.k8s.io",
+    "v1beta1.external.metrics.k8s.io",
+    "v1beta1.metrics.k8s.io",
+]
+RULES = {
+    "default": False,
+    "custom": [
+        {
+            "seriesQuery": '{__name__=~"^chart_.*",namespace!="",pod!=""}',
+            "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+            "name": {"matches": "^chart_(.*)$", "as": "${1}"},
+            "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+        }
+    ],
+    "external": [
+        {
+            "seriesQuery": '{__name__="chart_queue_depth"}',
+            "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
+            "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)",
+        }
+    ],
+    "resource": {
+        "cpu": {
+            "containerQuery": "sum(chart_container_cpu_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+            "nodeQuery": "sum(chart_node_cpu_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+            "resources": {
+                "overrides": {
+                    "namespace": {"resource": "namespace"},
+                    "pod": {"resource": "pod"},
+                    "node": {"resource": "node"},
+                }
+            },
+            "containerLabel": "container",
+        },
+        "window": "1s",
+    },
+}
+
+
+@dataclass
+class Release:
+    port: int
+    work: Path
+    adapter: AdapterProcess
+
+
+def apiservices(cluster: Cluster) -> list[dict[str, Any]]:
+    items = json.loads(cluster.kubectl("get", "apiservices", "-o", "json").stdout)["items"]
+    return [a for a in items if a["metadata"]["name"] in API_NAMES]
+
+
+def available(cluster: Cluster) -> bool:
+    mine = apiservices(cluster)
+    return len(mine) == 4 and all(
+        any(
+            c["type"] == "Available" and c["status"] == "True"
+            for c in a.get("status", {}).get("conditions", [])
+        )
+        for a in mine
+    )
+
+
+def secret_data(cluster: Cluster, name: str) -> dict[str, bytes]:
+    data = json.loads(cluster.kubectl("-n", NS, "get", "secret", name, "-o", "json").stdout)["data"]
+    return {k: base64.b64decode(v) for k, v in data.items()}
+
+
+@pytest.fixture(scope="module")
+def release(
+    cluster: Cluster,
+    exporter: Exporter,
+    prometheus: PrometheusProcess,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Release]:
+    work = tmp_path_factory.mktemp("chart")
+    # APIServices registered by earlier test modules are not the chart's: Helm would refuse them
+    cluster.kubectl("delete", "apiservice", *API_NAMES, "--ignore-not-found")
+    exporter.set(f'chart_queue_depth{{namespace="{APP_NS}",queue="jobs"}}', 0)
+    exporter.set(f'chart_requests{{namespace="{APP_NS}",pod="seed"}}', 0)
+    wait_until(lambda: prometheus.query("chart_queue_depth") != [], what="scrape")
+    port = free_port()
+    values = work / "values.yaml"
+    values.write_text(
+        yaml.safe_dump(
+            {
+                "externalEndpoint": {"enabled": True, "host": "127.0.0.1", "port": port},
+                "apiServices": {"resource": True},
+                "rules": RULES,
+                # the controller runs as a process here (kwok pods run no containers)
+                "controller": {"replicas": 0},
+            }
+        )
+    )
+    helm("install", RELEASE, str(CHART), "-n", NS, "--create-namespace", "-f", str(values), cluster=cluster)
+    tls = secret_data(cluster, f"{ADAPTER}-tls")
+    (work / "tls.crt").write_bytes(tls["tls.crt"])
+    (work / "tls.key").write_bytes(tls["tls.key"])
+    rules = json.loads(cluster.kubectl("-n", NS, "get", "configmap", f"{ADAPTER}-rules", "-o", "json").stdout)
+    kubeconfig = service_account_kubeconfig(cluster, NS, ADAPTER, work / "adapter.kubeconfig")
+    a = start_adapter(
+        work,
+        prometheus.url,
+        rules["data"]["config.yaml"],
+        f"--kubeconfig={kubeconfig}",
+        f"--tls-cert-file={work / 'tls.crt'}",
+        f"--tls-private-key-file={work / 'tls.key'}",
+        "--query-cache-ttl=0s",
+        insecure=False,
+        port=port,
+    )
+    try:
+        wait_until(lambda: available(cluster), timeout=60, what="the chart's APIServices Available")
+        yield Release(port, work, a)
+    finally:
+        stop_adapter(a)
+        helm("uninstall", RELEASE, "-n", NS, "--wait", cluster=cluster, check=False)
+
+
+def test_apiservices_become_available_with_the_charts_certificate(cluster: Cluster, release: Release) -> None:
+    ca = secret_data(cluster, f"{ADAPTER}-tls")["ca.crt"]
+    for api in apiservices(cluster):
+        assert base64.b64decode(api["spec"]["caBundle"]) == ca
+        assert not api["spec"].get("insecureSkipTLSVerify")
+    out = cluster.kubectl(
+        "get", "--raw", f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{APP_NS}/chart_queue_depth"
+    )
+    assert json.loads(out.stdout)["items"][0]["value"] == "0"
+
+
+def test_upgrade_keeps_the_serving_certificate(cluster: Cluster, release: Release) -> None:
+    before = secret_data(cluster, f"{ADAPTER}-tls")
+    helm("upgrade", RELEASE, str(CHART), "-n", NS, "--reuse-values", cluster=cluster)
+    assert secret_data(cluster, f"{ADAPTER}-tls") == before
+    assert available(cluster)
+
+
+# -- the controller with the chart's RBAC ------------------------------------------------
+
+
+def running(cluster: Cluster, app: str) -> list[str]:
+    items = json.loads(cluster.kubectl("-n", APP_NS, "get", "pods", "-l", f"app={app}", "-o", "json").stdout)
+    return [p["metadata"]["name"] for p in items["items"] if p["status"].get("phase") == "Running"]
+
+
+def replicas(cluster: Cluster, app: str) -> int:
+    path = f"/apis/apps/v1/namespaces/{APP_NS}/deployments/{app}/scale"
+    return int(json.loads(cluster.kubectl("get", "--raw", path).stdout)["spec"]["replicas"])
+
+
+def condition(cluster: Cluster, name: str, ctype: str) -> tuple[str, str]:
+    hpa = json.loads(cluster.kubectl("-n", APP_NS, "get", "hpa", name, "-o", "json").stdout)
+    for c in hpa.get("status", {}).get("conditions", []):
+        if c["type"] == ctype:
+            return f"{c['status']}/{c['reason']}", str(c.get("message", ""))
+    return "absent", ""
+
+
+@pytest.fixture(scope="module")
+def workloads(cluster: Cluster, exporter: Exporter, release: Release) -> None:
+    cluster.kubectl("create", "namespace", APP_NS, check=False)
+    cluster.kubectl("-n", APP_NS, "create", "deployment", "work", "--image=example.invalid/w", "--replicas=1")
+    cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "cpu", "namespace": APP_NS},
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": {"app": "cpu"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "cpu"}},
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "example.invalid/c",
+                                    "resources": {"requests": {"cpu": "100m"}},
+                                }
+                            ]
+                        },
+                    },
+                },
+            }
+        ),
+    )
+    wait_until(lambda: len(running(cluster, "work")) == 1 and len(running(cluster, "cpu")) == 1, what="pods")
+    for name in running(cluster, "cpu"):
+        exporter.set(f'chart_container_cpu_cores{{namespace="{APP_NS}",pod="{name}",container="main"}}', 0.05)
+    hpas = [
+        ("work", {"type": "External", "external": {
+            "metric": {"name": "chart_queue_depth", "selector": {"matchLabels": {"queue": "jobs"}}},
+            "target": {"type": "AverageValue", "averageValue": "5"},
+        }}),
+        ("cpu", {"type": "Resource", "resource": {
+            "name": "cpu", "target": {"type": "AverageValue", "averageValue": "500m"},
+        }}),
+    ]  # fmt: skip
+    for name, metric in hpas:
+        cluster.kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=json.dumps(
+                {
+                    "apiVersion": "autoscaling/v2",
+                    "kind": "HorizontalPodAutoscaler",
+                    "metadata": {"name": name, "namespace": APP_NS},
+                    "spec": {
+                        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                        "minReplicas": 1,
+                        "maxReplicas": 4,
+                        "metrics": [metric],
+                    },
+                }
+            ),
+        )
+
+
+class Controller:
+    """The controller as the chart deploys it (leader election on the chart's Lease), with the
+    chart ServiceAccount's token."""
+
+    def __init__(self, cluster: Cluster, work: Path) -> None:
+        kubeconfig = service_account_kubeconfig(cluster, NS, CONTROLLER, work / "controller.kubeconfig")
+        self.log = work / f"controller-{free_port()}.log"
+        out = open(self.log, "ab")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "controller",
+                "run",
+                f"--kubeconfig={kubeconfig}",
+                "--horizontal-pod-autoscaler-sync-period=1s",
+                "--horizontal-pod-autoscaler-downscale-stabilization=0s",
+                "--leader-elect",
+                f"--leader-elect-resource-namespace={NS}",
+                f"--leader-elect-resource-name={CONTROLLER}",
+                "--bind-address=127.0.0.1",
+                f"--port={free_port()}",
+                "--log-format=console",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+        out.close()
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def controller(cluster: Cluster, release: Release, workloads: None) -> Iterator[Controller]:
+    c = Controller(cluster, release.work)
+    yield c
+    c.stop()
+    print(c.text()[-3000:])
+
+
+def test_controller_with_the_charts_rbac_reconciles(
+    cluster: Cluster, exporter: Exporter, controller: Controller
+) -> None:
+    exporter.set(f'chart_queue_depth{{namespace="{APP_NS}",queue="jobs"}}', 15)
+    wait_until(lambda: replicas(cluster, "work") == 3, timeout=60, what="work scaled to 3")
+    wait_until(
+        lambda: condition(cluster, "cpu", "ScalingActive")[0] == "True/ValidMetricFound", what="cpu metric"
+    )
+    assert condition(cluster, "work", "AbleToScale")[0] == "True/ReadyForNewScale"
+    events = json.loads(
+        cluster.kubectl(
+            "-n", APP_NS, "get", "events", "--field-selector=involvedObject.name=work", "-o", "json"
+        ).stdout
+    )["items"]
+    assert any(
+        e["reason"] == "SuccessfulRescale" and e["source"]["component"] == "horizontal-pod-autoscaler"
+        for e in events
+    )
+    lease = json.loads(cluster.kubectl("-n", NS, "get", "lease", CONTROLLER, "-o", "json").stdout)
+    assert lease["spec"]["holderIdentity"].endswith(f"_{controller.proc.pid}")
+
+
+def log_says(*words: str) -> Callable[[Cluster, Controller], bool]:
+    return lambda cluster, c: all(w in c.text() for w in words)
+
+
+def condition_says(hpa: str, ctype: str, state: str) -> Callable[[Cluster, Controller], bool]:
+    def check(cluster: Cluster, c: Controller) -> bool:
+        got, message = condition(cluster, hpa, ctype)
+        return got == state and "forbidden" in message
+
+    return check
+
+
+@dataclass
+class Ask:
+    verb: str
+    group: str
+    resource: str
+    namespace: str = ""
+    subresource: str = ""
+    name: str = ""
+
+
+@dataclass
+class Removal:
+    kind: str  # ClusterRole or Role
+    resources: list[str]  # the rule to take away, by its resources
+    can_i: Ask  # a question the removal turns to "no"
+    failure: Callable[[Cluster, Controller], bool]
+    bump: bool = False  # change the load so that the controller has a status and an event to write
+
+
+REMOVALS = {
+    "hpa-list-watch": Removal(
+        "ClusterRole", ["horizontalpodautoscalers"], Ask("list", "autoscaling", "horizontalpodautoscalers"),
+        log_says("not allowed to list and watch", "horizontalpodautoscalers", "forbidden"),
+    ),
+    "hpa-status": Removal(
+        "ClusterRole", ["horizontalpodautoscalers/status"],
+        Ask("update", "autoscaling", "horizontalpodautoscalers", APP_NS, "status"),
+        log_says("status not written", "forbidden"), bump=True,
+    ),
+    "scale": Removal(
+        "ClusterRole", ["*/scale"], Ask("get", "apps", "deployments", APP_NS, "scale"),
+        condition_says("work", "AbleToScale", "False/FailedGetScale"),
+    ),
+    "pods": Removal(
+        "ClusterRole", ["pods"], Ask("list", "", "pods"),
+        log_says("not allowed to list and watch", "/api/v1/pods", "forbidden"),
+    ),
+    "events": Removal(
+        "ClusterRole", ["events"], Ask("create", "", "events", APP_NS),
+        log_says("event not recorded", "forbidden"), bump=True,
+    ),
+    "custom-and-external-metrics": Removal(
+        "ClusterRole", ["*"], Ask("list", "external.metrics.k8s.io", "chart_queue_depth", APP_NS),
+        condition_says("work", "ScalingActive", "False/FailedGetExternalMetric"),
+    ),
+    "resource-metrics": Removal(
+        "ClusterRole", ["pods"], Ask("list", "metrics.k8s.io", "pods", APP_NS),
+        condition_says("cpu", "ScalingActive", "False/FailedGetResourceMetric"),
+    ),
+    "lease": Removal(
+        "Role", ["leases"], Ask("update", "coordination.k8s.io", "leases", NS, name=CONTROLLER),
+        log_says("not allowed to manage the leader-election Lease", "forbidden"),
+    ),
+}  # fmt: skip
+
+
+def can_i(cluster: Cluster, ask: Ask) -> bool:
+    """A SubjectAccessReview for the chart's controller ServiceAccount (exact: no discovery)."""
+    attributes = {"verb": ask.verb, "group": ask.group, "resource": ask.resource}
+    for key, value in (("namespace", ask.namespace), ("subresource", ask.subresource), ("name", ask.name)):
+        if value:
+            attributes[key] = value
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": f"system:serviceaccount:{NS}:{CONTROLLER}",
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NS}", "system:authenticated"],
+            "resourceAttributes": attributes,
+        },
+    }
+    out = cluster.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(review))
+    return bool(json.loads(out.stdout)["status"].get("allowed"))
+
+
+@pytest.mark.parametrize("case", list(REMOVALS), ids=list(REMOVALS))
+def test_controller_says_what_is_missing_when_a_grant_is_removed(
+    cluster: Cluster, exporter: Exporter, release: Release, workloads: None, case: str
+) -> None:
+    removal = REMOVALS[case]
+    name = CONTROLLER if removal.kind == "ClusterRole" else f"{CONTROLLER}-leader-election"
+    where = ["-n", NS] if removal.kind == "Role" else []
+    role = json.loads(cluster.kubectl(*where, "get", removal.kind.lower(), name, "-o", "json").stdout)
+    metrics_group = "metrics.k8s.io" if case == "resource-metrics" else None
+    kept = [
+        r
+        for r in role["rules"]
+        if not (
+            r.get("resources") == removal.resources
+            and (metrics_group is None or r.get("apiGroups") == [metrics_group])
+            and (case != "pods" or r.get("apiGroups") == [""])
+        )
+    ]
+    assert len(kept) == len(role["rules"]) - 1, f"the chart's {removal.kind} has no such rule"
+    assert can_i(cluster, removal.can_i), "the chart grants it"
+    role.pop("status", None)
+    role["metadata"].pop("resourceVersion", None)
+    cluster.kubectl("replace", "-f", "-", input=json.dumps({**role, "rules": kept}))
+    c = None
+    try:
+        wait_until(lambda: not can_i(cluster, removal.can_i), what="the grant removed")
+        c = Controller(cluster, release.work)
+        if removal.bump:
+            wait_until(lambda: "became leader" in c.text(), what="leadership")
+            exporter.set(
+                f'chart_queue_depth{{namespace="{APP_NS}",queue="jobs"}}',
+                20 if replicas(cluster, "work") != 4 else 10,
+            )
+        wait_until(lambda: removal.failure(cluster, c), timeout=45, what=f"a clear failure without {case}")
+        assert c.proc.poll() is None, "the controller keeps running so a fixed grant takes effect"
+    finally:
+        if c is not None:
+            c.stop()
+        cluster.kubectl("replace", "-f", "-", input=json.dumps(role))
+        wait_until(lambda: can_i(cluster, removal.can_i), what="the grant restored")
+
+
+def test_uninstall_leaves_nothing_behind(cluster: Cluster, release: Release) -> None:
+    helm("uninstall", RELEASE, "-n", NS, "--wait", cluster=cluster)
+    selector = f"app.kubernetes.io/instance={RELEASE}"
+    kinds = "all,configmaps,secrets,serviceaccounts,roles,rolebindings,poddisruptionbudgets,leases"
+    left = cluster.kubectl("-n", NS, "get", kinds, "-l", selector, "-o", "name").stdout.split()
+    left += cluster.kubectl(
+        "-n", "kube-system", "get", "rolebindings", "-l", selector, "-o", "name"
+    ).stdout.split()
+    left += cluster.kubectl(
+        "get", "apiservices,clusterroles,clusterrolebindings", "-l", selector, "-o", "name"
+    ).stdout.split()
+    assert left == []
+    assert apiservices(cluster) == []
+    # nothing unlabelled either: the namespace holds only what Kubernetes puts in every one
+    names = cluster.kubectl(
+        "-n", NS, "get", "all,configmaps,secrets,serviceaccounts,leases", "-o", "name"
+    ).stdout.split()
+    assert sorted(names) == ["configmap/kube-root-ca.crt", "serviceaccount/default"]
