@@ -25,7 +25,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from controller.engine.model import Settings
 from shared.durations import parse_time
-from shared.informer import Informer
+from shared.informer import Informer, without_managed_fields
 from shared.kube import Kube, KubeError
 
 from .mapping import RESTMapper
@@ -199,7 +199,7 @@ async def run(opts: Options) -> int:
         loop.call_soon_threadsafe(queue.add, (meta.get("namespace", ""), meta.get("name", "")))
 
     hpas = Informer(kube, "/apis/autoscaling/v2/horizontalpodautoscalers", opts.hpa_selector, on_hpa)
-    pods = Informer(kube, "/api/v1/pods")
+    pods = Informer(kube, "/api/v1/pods", transform=without_managed_fields)
     metrics = ControllerMetrics()
     reconciler = Reconciler(
         kube, RESTMapper(kube), hpas, pods, opts.settings, EventRecorder(kube), metrics, dry_run=opts.dry_run

@@ -8,7 +8,7 @@ import json
 import pytest
 from localcluster import Cluster
 
-from shared.informer import Informer
+from shared.informer import Informer, without_managed_fields
 from shared.kube import Kube, load
 from shared.selectors import parse
 from tests.support import wait_until
@@ -55,10 +55,13 @@ def test_select_through_the_label_index_equals_a_full_scan(cluster: Cluster) -> 
     cluster.kubectl(
         "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
     )
-    informer = Informer(Kube(load(str(cluster.kubeconfig))), "/api/v1/pods").start()
+    kube = Kube(load(str(cluster.kubeconfig)))
+    informer = Informer(kube, "/api/v1/pods", transform=without_managed_fields).start()
     try:
         assert informer.synced.wait(30)
         wait_until(lambda: len(informer.select(NS)) == 4, what="4 pods cached")
+        assert kube.get_sync(f"/api/v1/namespaces/{NS}/pods/web-1")["metadata"]["managedFields"]
+        assert not any("managedFields" in p["metadata"] for p in informer.items())
         for sel in SELECTORS:
             assert names(informer.select(NS, parse(sel))) == scan(informer, sel), sel
         assert names(informer.select(NS, parse("app=web"))) == ["web-1", "web-2"]
