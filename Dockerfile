@@ -20,8 +20,9 @@ FROM python:3.11-slim-bookworm
 LABEL org.opencontainers.image.title="promhpa" \
       org.opencontainers.image.description="Prometheus metrics adapter and HPA controller for Kubernetes" \
       org.opencontainers.image.licenses="Apache-2.0"
-# no bytecode writes (the root file system is read-only in the chart), unbuffered logs
-ENV PATH=/opt/promhpa/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+# no bytecode writes (the root file system is read-only in the chart), unbuffered logs, and
+# a writable HOME (/tmp is an emptyDir in the chart)
+ENV PATH=/opt/promhpa/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HOME=/tmp
 COPY --from=build /opt/promhpa /opt/promhpa
 # the base image's pip is not needed at run time
 RUN python -m pip uninstall -y pip setuptools wheel 2>/dev/null; \
