@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,9 @@ from tests.support import (  # noqa: E402
     free_port,
     prometheus_binary,
     register_and_start_adapter,
+    start_controller_process,
     stop_adapter,
+    stop_process,
     wait_until,
 )
 
@@ -165,24 +166,13 @@ def run_size(
     hpas = [hpa(i, pods) for i in range(done, n)]
     apply_chunks(cluster, hpas)
     port = free_port()
-    log = open(work / f"controller-{n}.log", "ab")  # noqa: SIM115 - owned by the child
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "controller",
-            "run",
-            f"--kubeconfig={cluster.kubeconfig}",
-            f"--horizontal-pod-autoscaler-sync-period={sync}s",
-            "--bind-address=127.0.0.1",
-            f"--port={port}",
-            "--log-level=warning",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=ROOT,
+    proc = start_controller_process(
+        cluster.kubeconfig,
+        work / f"controller-{n}.log",
+        f"--horizontal-pod-autoscaler-sync-period={sync}s",
+        f"--port={port}",
+        "--log-level=warning",
     )
-    log.close()
     try:
         wait_until(
             lambda: histogram(scrape(port))[0] >= n, timeout=300 + n * 0.2, what="the first full round"
@@ -198,8 +188,7 @@ def run_size(
             f"{peak_rss_mib(proc.pid):.0f} |"
         )
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        stop_process(proc)
 
 
 def main() -> int:

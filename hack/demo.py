@@ -12,7 +12,6 @@ it has scaled up and back down. Everything runs on 127.0.0.1 and is stopped at t
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 import threading
@@ -29,10 +28,11 @@ import localcluster  # noqa: E402
 from tests.support import (  # noqa: E402
     Exporter,
     PrometheusProcess,
-    free_port,
     prometheus_binary,
     register_and_start_adapter,
+    start_controller_process,
     stop_adapter,
+    stop_process,
     wait_until,
 )
 
@@ -142,24 +142,12 @@ def main() -> int:
             what="the app's metric",
         )
         adapter = register_and_start_adapter(cluster, prometheus, work, RULES)
-        log = open(work / "controller.log", "ab")  # noqa: SIM115 - owned by the child
-        controller = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "controller",
-                "run",
-                f"--kubeconfig={cluster.kubeconfig}",
-                "--horizontal-pod-autoscaler-sync-period=3s",
-                "--bind-address=127.0.0.1",
-                f"--port={free_port()}",
-                "--log-format=console",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
+        controller = start_controller_process(
+            cluster.kubeconfig,
+            work / "controller.log",
+            "--horizontal-pod-autoscaler-sync-period=3s",
+            "--log-format=console",
         )
-        log.close()
         cluster.kubectl("apply", "-f", "-", input=json.dumps(HPA))
         print("3. HPA: Deployment shop, 1..8 replicas, target 10 requests/s per pod\n", flush=True)
         started = time.monotonic()
@@ -194,8 +182,7 @@ def main() -> int:
         if app is not None:
             app.stop()
         if controller is not None:
-            controller.terminate()
-            controller.wait(timeout=15)
+            stop_process(controller)
         if adapter is not None:
             stop_adapter(adapter)
         if prometheus is not None:

@@ -268,3 +268,59 @@ def register_and_start_adapter(
         stop_adapter(a)
         raise
     return a
+
+
+def start_controller_process(kubeconfig: Path, log: Path, *flags: str) -> subprocess.Popen[bytes]:
+    """`python -m controller run` on loopback with its output appended to ``log``."""
+    out = open(log, "ab")  # noqa: SIM115 - owned by the child
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "controller",
+            "run",
+            f"--kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            *(flags if any(f.startswith("--port=") for f in flags) else (*flags, f"--port={free_port()}")),
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+    )
+    out.close()
+    return proc
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15) -> None:
+    """SIGTERM (a clean stop: the controller hands its Lease over), then SIGKILL."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def cpu_deployment(namespace: str, name: str, request: str = "100m") -> dict[str, Any]:
+    """A one-replica Deployment whose container requests CPU (for Resource metrics)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": f"example.invalid/{name}",
+                            "resources": {"requests": {"cpu": request}},
+                        }
+                    ]
+                },
+            },
+        },
+    }

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,9 +25,12 @@ from tests.support import (
     AdapterProcess,
     Exporter,
     PrometheusProcess,
+    cpu_deployment,
     free_port,
     start_adapter,
+    start_controller_process,
     stop_adapter,
+    stop_process,
     wait_until,
 )
 
@@ -200,34 +201,7 @@ def condition(cluster: Cluster, name: str, ctype: str) -> tuple[str, str]:
 def workloads(cluster: Cluster, exporter: Exporter, release: Release) -> None:
     cluster.kubectl("create", "namespace", APP_NS, check=False)
     cluster.kubectl("-n", APP_NS, "create", "deployment", "work", "--image=example.invalid/w", "--replicas=1")
-    cluster.kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=json.dumps(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": "cpu", "namespace": APP_NS},
-                "spec": {
-                    "replicas": 1,
-                    "selector": {"matchLabels": {"app": "cpu"}},
-                    "template": {
-                        "metadata": {"labels": {"app": "cpu"}},
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "main",
-                                    "image": "example.invalid/c",
-                                    "resources": {"requests": {"cpu": "100m"}},
-                                }
-                            ]
-                        },
-                    },
-                },
-            }
-        ),
-    )
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(cpu_deployment(APP_NS, "cpu")))
     wait_until(lambda: len(running(cluster, "work")) == 1 and len(running(cluster, "cpu")) == 1, what="pods")
     for name in running(cluster, "cpu"):
         exporter.set(f'chart_container_cpu_cores{{namespace="{APP_NS}",pod="{name}",container="main"}}', 0.05)
@@ -268,39 +242,22 @@ class Controller:
     def __init__(self, cluster: Cluster, work: Path) -> None:
         kubeconfig = service_account_kubeconfig(cluster, NS, CONTROLLER, work / "controller.kubeconfig")
         self.log = work / f"controller-{free_port()}.log"
-        out = open(self.log, "ab")  # noqa: SIM115 - owned by the child
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "controller",
-                "run",
-                f"--kubeconfig={kubeconfig}",
-                "--horizontal-pod-autoscaler-sync-period=1s",
-                "--horizontal-pod-autoscaler-downscale-stabilization=0s",
-                "--leader-elect",
-                f"--leader-elect-resource-namespace={NS}",
-                f"--leader-elect-resource-name={CONTROLLER}",
-                "--bind-address=127.0.0.1",
-                f"--port={free_port()}",
-                "--log-format=console",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
+        self.proc = start_controller_process(
+            kubeconfig,
+            self.log,
+            "--horizontal-pod-autoscaler-sync-period=1s",
+            "--horizontal-pod-autoscaler-downscale-stabilization=0s",
+            "--leader-elect",
+            f"--leader-elect-resource-namespace={NS}",
+            f"--leader-elect-resource-name={CONTROLLER}",
+            "--log-format=console",
         )
-        out.close()
 
     def text(self) -> str:
         return self.log.read_text()
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
 
 
 @pytest.fixture

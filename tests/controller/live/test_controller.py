@@ -21,9 +21,11 @@ from tests.support import (
     AdapterProcess,
     Exporter,
     PrometheusProcess,
-    free_port,
+    cpu_deployment,
     register_and_start_adapter,
+    start_controller_process,
     stop_adapter,
+    stop_process,
     wait_until,
 )
 
@@ -112,35 +114,14 @@ def controller(
 
 def start_controller(cluster: Cluster, work: Path, *flags: str) -> tuple[subprocess.Popen[bytes], Path]:
     log = work / "controller.log"
-    out = open(log, "ab")  # noqa: SIM115 - owned by the child
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "controller",
-            "run",
-            f"--kubeconfig={cluster.kubeconfig}",
-            "--horizontal-pod-autoscaler-sync-period=1s",
-            "--bind-address=127.0.0.1",
-            f"--port={free_port()}",
-            "--log-format=console",
-            *flags,
-        ],
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        cwd=ROOT,
+    proc = start_controller_process(
+        cluster.kubeconfig, log, "--horizontal-pod-autoscaler-sync-period=1s", "--log-format=console", *flags
     )
-    out.close()
     return proc, log
 
 
 def stop_controller(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    stop_process(proc, timeout=10)
 
 
 def make_target(
@@ -490,34 +471,7 @@ def test_cpu_utilization_through_metrics_api_is_clamped_at_max(
     cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes]
 ) -> None:
     cluster.kubectl("create", "namespace", NS, check=False)
-    cluster.kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=json.dumps(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": "cpu-app", "namespace": NS},
-                "spec": {
-                    "replicas": 1,
-                    "selector": {"matchLabels": {"app": "cpu-app"}},
-                    "template": {
-                        "metadata": {"labels": {"app": "cpu-app"}},
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "main",
-                                    "image": "example.invalid/cpu",
-                                    "resources": {"requests": {"cpu": "100m"}},
-                                }
-                            ]
-                        },
-                    },
-                },
-            }
-        ),
-    )
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(cpu_deployment(NS, "cpu-app")))
     wait_until(lambda: len(running_pods(cluster, "cpu-app")) == 1, timeout=60, what="1 running pod")
     make_hpa(
         cluster,
