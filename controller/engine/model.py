@@ -195,6 +195,9 @@ class Snapshot:
     history: History
     # a failed write of the scale subresource (live controller: decided, wrote, failed)
     scale_update_error: str | None = None
+    # live controller: the HPAs (NAMESPACE/NAME) whose last-seen selectors match any of this
+    # HPA's pods, itself included; more than one is upstream's AmbiguousSelector
+    selecting_hpas: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

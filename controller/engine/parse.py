@@ -442,6 +442,9 @@ def parse_snapshot(data: Any) -> Snapshot:
     update_error = root.raw("scaleUpdateError")
     if update_error is not None and not isinstance(update_error, str):
         raise SnapshotError("scaleUpdateError", f"must be a string, got {_type_name(update_error)}")
+    selecting = root.raw("selectingHPAs") or []
+    if not isinstance(selecting, list) or not all(isinstance(x, str) for x in selecting):
+        raise SnapshotError("selectingHPAs", "must be a list of NAMESPACE/NAME strings")
     return Snapshot(
         now=now,
         settings=parse_settings(root.obj("controller")),
@@ -459,4 +462,5 @@ def parse_snapshot(data: Any) -> Snapshot:
         metric_errors=errors,
         history=parse_history(root.obj("history")) if "history" in data else History(),
         scale_update_error=update_error,
+        selecting_hpas=tuple(selecting),
     )

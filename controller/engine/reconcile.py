@@ -200,6 +200,15 @@ def decide(snap: Snapshot) -> Decision:
             events.append(Event("Warning", "InvalidSelector", msg))
             cond(SCALING_ACTIVE, False, "InvalidSelector", msg)
             return _metrics_failed(snap, status, events, history, current, None, msg, finish)
+        if len(snap.selecting_hpas) > 1:  # two HPAs would fight over the same pods
+            msg = (
+                f"pods by selector {scale.selector} are controlled by multiple HPAs: "
+                f"[{' '.join(snap.selecting_hpas)}]"
+            )
+            events.append(Event("Warning", "AmbiguousSelector", msg))
+            cond(SCALING_ACTIVE, False, "AmbiguousSelector", msg)
+            notes.append(f"pods are also selected by another HPA: {', '.join(snap.selecting_hpas)}")
+            return _metrics_failed(snap, status, events, history, current, None, msg, finish)
         ctx = PodContext(
             pods, snap.settings.cpu_initialization_period, snap.settings.initial_readiness_delay, now
         )

@@ -27,6 +27,7 @@ from shared.selectors import SelectorError
 from shared.selectors import parse as parse_selector
 
 from . import assemble
+from .hpa_selectors import SelectorRegistry
 from .mapping import RESTMapper
 from .metrics_fetch import fetch
 from .writer import EventRecorder, update_status
@@ -78,6 +79,7 @@ class Reconciler:
     dry_run: bool = False
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     memory: dict[tuple[str, str], History] = field(default_factory=dict)
+    selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
 
     async def _scale(self, hpa: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, str | None]:
         ref = hpa.get("spec", {}).get("scaleTargetRef") or {}
@@ -103,18 +105,25 @@ class Reconciler:
         except SelectorError:
             chosen = None  # the engine reports the bad selector itself
         pods = self.pods.select(namespace, chosen)
+        selecting: list[str] = []
+        if chosen is not None:
+            self.selectors.put((namespace, name), chosen)
+            selecting = self.selectors.selecting(namespace, pods)
         metrics: dict[str, list[Any]] = {}
         if scale is not None and selector:
             metrics = await fetch(self.kube, self.mapper, hpa, selector)
         snap = assemble.snapshot(
             now, self.settings, hpa, scale, scale_error, pods, metrics, self.memory.get((namespace, name))
         )
+        if len(selecting) > 1:
+            snap["selectingHPAs"] = selecting
         return snap, hpa, path
 
     async def reconcile(self, namespace: str, name: str) -> Decision | None:
         key = (namespace, name)
         if self.hpas.get(namespace, name) is None:
-            self.memory.pop(key, None)  # deleted: forget it, as upstream does
+            self.memory.pop(key, None)  # deleted: forget it and its selector, as upstream does
+            self.selectors.remove(key)
             return None
         start = time.monotonic()
         snap, hpa, scale_path = await self.snapshot(namespace, name)

@@ -93,6 +93,24 @@ def test_unparsable_selector_is_invalid_selector() -> None:
     assert "couldn't convert selector" in d.status["conditions"][1]["message"]
 
 
+def test_pods_claimed_by_two_hpas_are_an_ambiguous_selector_and_never_scale() -> None:
+    snap = snapshot(current=3, pod_metrics_=hot(3))  # would scale up on its own
+    snap["selectingHPAs"] = ["default/web", "default/web-canary"]
+    d = decide(parse_snapshot(snap))
+    assert conditions(d)["ScalingActive"] == ("False", "AmbiguousSelector")
+    assert [e.reason for e in d.events] == ["AmbiguousSelector", "FailedComputeMetricsReplicas"]
+    assert d.events[0].message == (
+        "pods by selector app=web are controlled by multiple HPAs: [default/web default/web-canary]"
+    )
+    assert (d.desired_replicas, d.rescale) == (3, False)
+
+
+def test_pods_claimed_by_this_hpa_alone_are_not_ambiguous() -> None:
+    snap = snapshot(current=3, pod_metrics_=hot(3))
+    snap["selectingHPAs"] = ["default/web"]
+    assert conditions(decide(parse_snapshot(snap)))["ScalingActive"] == ("True", "ValidMetricFound")
+
+
 def test_failed_get_scale_keeps_everything_and_says_why() -> None:
     snap = snapshot()
     del snap["scale"]

@@ -273,6 +273,47 @@ def test_external_metric_scales_with_the_queue(
     assert condition(cluster, "worker", "ScalingLimited") == "False/DesiredWithinRange"
 
 
+def test_two_hpas_on_one_target_are_an_ambiguous_selector(
+    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes]
+) -> None:
+    exporter.set('live_queue_depth{namespace="live",queue="twin"}', 5)
+    spec = {
+        "minReplicas": 1,
+        "maxReplicas": 4,
+        "metrics": [
+            {
+                "type": "External",
+                "external": {
+                    "metric": {"name": "live_queue_depth", "selector": {"matchLabels": {"queue": "twin"}}},
+                    "target": {"type": "AverageValue", "averageValue": "5"},
+                },
+            }
+        ],
+    }
+    make_target(cluster, "twin", 1, spec)
+    wait_until(lambda: condition(cluster, "twin", "ScalingActive") == "True/ValidMetricFound", what="valid")
+    # a second HPA on the same Deployment: upstream refuses to act for either
+    make_hpa(
+        cluster,
+        "twin-b",
+        {**spec, "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "twin"}},
+    )
+    for name in ("twin", "twin-b"):
+        wait_until(
+            lambda n=name: condition(cluster, n, "ScalingActive") == "False/AmbiguousSelector",
+            timeout=30,
+            what=f"{name}: AmbiguousSelector",
+        )
+    message = next(
+        c["message"] for c in hpa(cluster, "twin")["status"]["conditions"] if c["type"] == "ScalingActive"
+    )
+    assert message == "pods by selector app=twin are controlled by multiple HPAs: [live/twin live/twin-b]"
+    cluster.kubectl("-n", NS, "delete", "hpa", "twin-b")  # alone again: it acts again
+    wait_until(
+        lambda: condition(cluster, "twin", "ScalingActive") == "True/ValidMetricFound", what="valid again"
+    )
+
+
 def test_broken_metric_never_scales_down_and_recovers(
     cluster: Cluster, exporter: Exporter, prometheus: PrometheusProcess, controller: subprocess.Popen[bytes]
 ) -> None:

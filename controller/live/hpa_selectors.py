@@ -1,0 +1,75 @@
+"""Which HPAs claim which pods: upstream's AmbiguousSelector needs, for the pods one HPA
+selects, every HPA whose (last seen) scale selector also matches them.
+
+Selectors are registered as each HPA is reconciled and forgotten when it is deleted, as
+upstream's controller does. A lookup must not test every HPA of a namespace against every
+pod (2,000 HPAs x 10 pods per reconcile): selectors are indexed by their equality
+requirements, so only those that can match one of the pods' label pairs are tested.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from shared.selectors import Selector
+
+Key = tuple[str, str]  # (namespace, name)
+Pair = tuple[str, str, str]  # (namespace, label key, label value)
+
+
+class SelectorRegistry:
+    def __init__(self) -> None:
+        self._selectors: dict[Key, Selector] = {}
+        self._by_pair: dict[Pair, set[Key]] = {}
+        self._unindexed: dict[str, set[Key]] = {}  # selectors without an equality requirement
+        self._lock = threading.Lock()
+
+    def put(self, key: Key, selector: Selector) -> None:
+        with self._lock:
+            if self._selectors.get(key) == selector:
+                return
+            self._drop(key)
+            self._selectors[key] = selector
+            pairs = _index_pairs(key[0], selector)
+            if pairs is None:
+                self._unindexed.setdefault(key[0], set()).add(key)
+            else:
+                for pair in pairs:
+                    self._by_pair.setdefault(pair, set()).add(key)
+
+    def remove(self, key: Key) -> None:
+        with self._lock:
+            self._drop(key)
+
+    def selecting(self, namespace: str, pods: Iterable[dict[str, Any]]) -> list[str]:
+        """NAMESPACE/NAME of every registered HPA whose selector matches one of ``pods``."""
+        labels = [p["metadata"].get("labels") or {} for p in pods]
+        with self._lock:
+            candidates = set(self._unindexed.get(namespace, set()))
+            for ls in labels:
+                for k, v in ls.items():
+                    candidates |= self._by_pair.get((namespace, k, v), set())
+            chosen = [(key, self._selectors[key]) for key in candidates]
+        return sorted(f"{ns}/{name}" for (ns, name), sel in chosen if any(sel.matches(ls) for ls in labels))
+
+    def _drop(self, key: Key) -> None:
+        old = self._selectors.pop(key, None)
+        if old is None:
+            return
+        pairs = _index_pairs(key[0], old)
+        if pairs is None:
+            self._unindexed.get(key[0], set()).discard(key)
+        else:
+            for pair in pairs:
+                self._by_pair.get(pair, set()).discard(key)
+
+
+def _index_pairs(namespace: str, selector: Selector) -> list[Pair] | None:
+    """The label pairs one of which a pod must carry to match (from the first equality or
+    `in` requirement), or None when the selector has no such requirement."""
+    for r in selector.requirements:
+        if r.operator in ("=", "==", "in"):
+            return [(namespace, r.key, v) for v in r.values]
+    return None
