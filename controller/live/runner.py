@@ -257,13 +257,6 @@ async def run(opts: Options) -> int:
                     os._exit(1)
 
         renew_task = asyncio.create_task(renew())
-    hpas.start()
-    pods.start()
-    for informer in (hpas, pods):  # deciding on an empty cache would be deciding blind
-        while not await asyncio.to_thread(informer.synced.wait, 10):
-            log.error("waiting for the first list", path=informer.path, error=informer.error or None)
-    for obj in hpas.items():
-        on_hpa("ADDED", obj)
 
     async def worker() -> None:
         while True:
@@ -279,8 +272,20 @@ async def run(opts: Options) -> int:
             finally:
                 queue.done(key)
 
-    workers = [asyncio.create_task(worker()) for _ in range(opts.workers)]
+    workers: list[asyncio.Task[None]] = []
+    hpas.start()
+    pods.start()
     try:
+        for informer in (hpas, pods):  # deciding on an empty cache would be deciding blind
+            waited = 0
+            while not stop.is_set() and not await asyncio.to_thread(informer.synced.wait, 1):
+                waited += 1
+                if waited % 10 == 0:
+                    log.error("waiting for the first list", path=informer.path, error=informer.error or None)
+        if not stop.is_set():
+            for obj in hpas.items():
+                on_hpa("ADDED", obj)
+            workers = [asyncio.create_task(worker()) for _ in range(opts.workers)]
         await stop.wait()
         log.info("stopping")
     finally:

@@ -288,6 +288,10 @@ def test_controller_with_the_charts_rbac_reconciles(
     )
     lease = json.loads(cluster.kubectl("-n", NS, "get", "lease", CONTROLLER, "-o", "json").stdout)
     assert lease["spec"]["holderIdentity"].endswith(f"_{controller.proc.pid}")
+    controller.stop()  # SIGTERM: a clean stop hands the Lease over at once
+    assert controller.proc.returncode == 0
+    lease = json.loads(cluster.kubectl("-n", NS, "get", "lease", CONTROLLER, "-o", "json").stdout)
+    assert "holderIdentity" not in lease["spec"]
 
 
 def log_says(*words: str) -> Callable[[Cluster, Controller], bool]:
@@ -405,7 +409,7 @@ def test_controller_says_what_is_missing_when_a_grant_is_removed(
         wait_until(lambda: not can_i(cluster, removal.can_i), what="the grant removed")
         c = Controller(cluster, release.work)
         if removal.bump:
-            wait_until(lambda: "became leader" in c.text(), what="leadership")
+            wait_until(lambda: "became leader" in c.text(), timeout=30, what="leadership")
             exporter.set(
                 f'chart_queue_depth{{namespace="{APP_NS}",queue="jobs"}}',
                 20 if replicas(cluster, "work") != 4 else 10,
