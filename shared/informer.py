@@ -90,9 +90,7 @@ class Informer:
             self.objects.pop(key, None)
             return
         self.objects[key] = obj
-        self._by_ns.setdefault(key[0], set()).add(key)
-        for k, v in (obj["metadata"].get("labels") or {}).items():
-            self._by_label.setdefault((key[0], k, v), set()).add(key)
+        _add_to_index(self._by_ns, self._by_label, key, obj)
 
     def _notify(self, kind: str, obj: dict[str, Any]) -> None:
         if self.on_change is not None:
@@ -115,9 +113,7 @@ class Informer:
                 by_ns: dict[str, set[Key]] = {}
                 by_label: dict[tuple[str, str, str], set[Key]] = {}
                 for k, o in fresh.items():
-                    by_ns.setdefault(k[0], set()).add(k)
-                    for lk, lv in (o["metadata"].get("labels") or {}).items():
-                        by_label.setdefault((k[0], lk, lv), set()).add(k)
+                    _add_to_index(by_ns, by_label, k, o)
                 with self._lock:  # one swap: readers never see a half-built cache
                     self.objects, self._by_ns, self._by_label = fresh, by_ns, by_label
                 self.relists += 1
@@ -166,6 +162,17 @@ class Informer:
                 if not self.stopped.is_set():
                     time.sleep(backoff)
                     backoff = min(backoff * 2, 10.0)
+
+
+def _add_to_index(
+    by_ns: dict[str, set[Key]],
+    by_label: dict[tuple[str, str, str], set[Key]],
+    key: Key,
+    obj: dict[str, Any],
+) -> None:
+    by_ns.setdefault(key[0], set()).add(key)
+    for k, v in (obj["metadata"].get("labels") or {}).items():
+        by_label.setdefault((key[0], k, v), set()).add(key)
 
 
 def _matches(obj: dict[str, Any], selector: str) -> bool:

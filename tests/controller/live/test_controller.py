@@ -124,6 +124,26 @@ def stop_controller(proc: subprocess.Popen[bytes]) -> None:
     stop_process(proc, timeout=10)
 
 
+def requests_spec(max_replicas: int, immediate_scale_down: bool = False) -> dict[str, Any]:
+    """HPA spec: 10 requests/s per pod on the adapter's `requests` Pods metric, 1..max replicas."""
+    spec: dict[str, Any] = {
+        "minReplicas": 1,
+        "maxReplicas": max_replicas,
+        "metrics": [
+            {
+                "type": "Pods",
+                "pods": {
+                    "metric": {"name": "requests"},
+                    "target": {"type": "AverageValue", "averageValue": "10"},
+                },
+            }
+        ],
+    }
+    if immediate_scale_down:
+        spec["behavior"] = {"scaleDown": {"stabilizationWindowSeconds": 0}}
+    return spec
+
+
 def make_target(
     cluster: Cluster, app: str, replicas: int, hpa_spec: dict[str, Any], labels: dict[str, str] | None = None
 ) -> None:
@@ -173,20 +193,7 @@ def test_scales_up_on_load_and_down_after_it_falls(
         cluster,
         "api",
         1,
-        {
-            "minReplicas": 1,
-            "maxReplicas": 5,
-            "metrics": [
-                {
-                    "type": "Pods",
-                    "pods": {
-                        "metric": {"name": "requests"},
-                        "target": {"type": "AverageValue", "averageValue": "10"},
-                    },
-                }
-            ],
-            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}},
-        },
+        requests_spec(5, immediate_scale_down=True),
     )
 
     def load(per_pod: float) -> None:
@@ -321,20 +328,7 @@ def test_broken_metric_never_scales_down_and_recovers(
         cluster,
         "steady",
         3,
-        {
-            "minReplicas": 1,
-            "maxReplicas": 5,
-            "metrics": [
-                {
-                    "type": "Pods",
-                    "pods": {
-                        "metric": {"name": "requests"},
-                        "target": {"type": "AverageValue", "averageValue": "10"},
-                    },
-                }
-            ],
-            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}},
-        },
+        requests_spec(5, immediate_scale_down=True),
     )
     for name in running_pods(cluster, "steady"):
         exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 10)
@@ -365,19 +359,7 @@ def test_dry_run_decides_and_publishes_but_writes_nothing(
         cluster,
         "shadow",
         1,
-        {
-            "minReplicas": 1,
-            "maxReplicas": 5,
-            "metrics": [
-                {
-                    "type": "Pods",
-                    "pods": {
-                        "metric": {"name": "requests"},
-                        "target": {"type": "AverageValue", "averageValue": "10"},
-                    },
-                }
-            ],
-        },
+        requests_spec(5),
         labels={"dryrun": "true"},
     )
     for name in running_pods(cluster, "shadow"):
@@ -412,19 +394,7 @@ def test_only_the_leader_acts_and_a_standby_takes_over(
         cluster,
         "ha-app",
         1,
-        {
-            "minReplicas": 1,
-            "maxReplicas": 5,
-            "metrics": [
-                {
-                    "type": "Pods",
-                    "pods": {
-                        "metric": {"name": "requests"},
-                        "target": {"type": "AverageValue", "averageValue": "10"},
-                    },
-                }
-            ],
-        },
+        requests_spec(5),
         labels={"ha": "true"},
     )
     flags = (
@@ -580,19 +550,7 @@ def test_watches_resume_after_the_apiserver_restarts(
         cluster,
         "restart-app",
         1,
-        {
-            "minReplicas": 1,
-            "maxReplicas": 4,
-            "metrics": [
-                {
-                    "type": "Pods",
-                    "pods": {
-                        "metric": {"name": "requests"},
-                        "target": {"type": "AverageValue", "averageValue": "10"},
-                    },
-                }
-            ],
-        },
+        requests_spec(4),
     )
     for name in running_pods(cluster, "restart-app"):
         exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 10)
