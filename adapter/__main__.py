@@ -75,7 +75,16 @@ def prometheus_flags(p: argparse.ArgumentParser) -> None:
         "--prometheus-timeout",
         type=_duration,
         default=timedelta(seconds=10),
-        help="per-query timeout (default 10s)",
+        help="deadline of each Prometheus call, retry included (default 10s): past it the request "
+        "gets a 504 Timeout Status; keep it below the HPA controller's metrics timeout",
+    )
+    p.add_argument(
+        "--prometheus-retries",
+        type=int,
+        choices=(0, 1),
+        default=1,
+        help="one more attempt after a refused connection or a 502/503/504, only inside the deadline "
+        "(default 1; 0: none)",
     )
     p.add_argument(
         "--prometheus-insecure-skip-verify",
@@ -103,6 +112,7 @@ def prometheus_settings(a: argparse.Namespace) -> PrometheusSettings:
         basic_auth=basic,
         method=a.prometheus_method,
         timeout=a.prometheus_timeout.total_seconds(),
+        retries=a.prometheus_retries,
         insecure_skip_verify=a.prometheus_insecure_skip_verify,
     )
 

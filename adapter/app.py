@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from .config import Config
-from .prometheus import Prometheus, PrometheusUnavailable
+from .prometheus import Prometheus, PrometheusTimeout, PrometheusUnavailable
 from .promql import QueryError
 from .providers import ObjectLister, Providers
 from .registry import Registry
@@ -115,7 +115,7 @@ def build_app(
         group = request.match_info.get("group", "")
         code = 200
         try:
-            req = parse_path(request.path, dict(request.query))
+            req = parse_path(request.rel_url.raw_path, dict(request.query))
             return _json(await _dispatch(providers, req))
         except NotFound as e:
             code = 404
@@ -123,6 +123,9 @@ def build_app(
         except (BadRequest, QueryError, TemplateError) as e:
             code = 400
             return _error(400, "BadRequest", str(e))
+        except PrometheusTimeout as e:
+            code = 504
+            return _error(504, "Timeout", str(e))
         except PrometheusUnavailable as e:
             code = 503
             return _error(503, "ServiceUnavailable", str(e))

@@ -30,7 +30,7 @@ from cryptography.x509.oid import NameOID
 
 from shared.kube import Kube, KubeError
 
-from .requests import BadRequest, NotFound, parse_path
+from .requests import BadRequest, RequestInfo, request_info
 from .wire import status
 
 log = structlog.get_logger("adapter.auth")
@@ -106,38 +106,28 @@ def _peer_common_name(request: web.Request) -> str | None:
     return str(names[0].value) if names else ""
 
 
-def _attributes(request: web.Request, user: User) -> dict[str, Any]:
+def _attributes(info: RequestInfo, user: User) -> dict[str, Any]:
+    """The SubjectAccessReview for exactly what the kube-apiserver authorized: its own
+    reading of the path (``request_info``), so the namespace we check is the one we query."""
     spec: dict[str, Any] = {
         "user": user.name,
         "groups": list(user.groups),
         "extra": user.extra,
         "uid": user.uid,
     }
-    try:
-        req = parse_path(request.path, {})
-    except (BadRequest, NotFound):
-        req = None
-    if req is None or not request.path.startswith("/apis/") or req.kind == "discovery":
-        spec["nonResourceAttributes"] = {"path": request.path, "verb": "get"}
+    if not info.is_resource:
+        spec["nonResourceAttributes"] = {"path": info.path, "verb": "get"}
         return spec
-    attrs: dict[str, Any] = {
-        "group": req.group,
-        "version": req.version,
-        "verb": "get" if req.name else "list",
+    attrs = {
+        "group": info.api_group,
+        "version": info.api_version,
+        "verb": info.verb,
+        "namespace": info.namespace,
+        "resource": info.resource,
+        "subresource": info.subresource,
+        "name": info.name,
     }
-    if req.kind == "object" and req.resource is not None:
-        attrs["resource"] = req.resource.resource
-        attrs["subresource"] = req.metric
-        attrs["name"] = req.name or "*"
-    elif req.kind == "external":
-        attrs["resource"] = req.metric
-    else:
-        attrs["resource"] = req.kind
-        if req.name:
-            attrs["name"] = req.name
-    if req.namespace:
-        attrs["namespace"] = req.namespace
-    spec["resourceAttributes"] = attrs
+    spec["resourceAttributes"] = {k: v for k, v in attrs.items() if v}
     return spec
 
 
@@ -188,10 +178,10 @@ class Authenticator:
         self._tokens[key] = user
         return user
 
-    async def authorize(self, request: web.Request, user: User) -> tuple[bool, str]:
+    async def authorize(self, info: RequestInfo, user: User) -> tuple[bool, str]:
         if "system:masters" in user.groups:  # the generic apiserver's privileged group: no review
             return True, "system:masters"
-        spec = _attributes(request, user)
+        spec = _attributes(info, user)
         key = hashlib.sha256(repr(sorted(spec.items(), key=lambda kv: kv[0])).encode()).hexdigest()
         if key in self._decisions:
             return self._decisions[key]
@@ -210,13 +200,17 @@ class Authenticator:
             if request.path in OPEN_PATHS:
                 return await handler(request)
             try:
+                info = request_info(request.rel_url.raw_path)
+            except BadRequest as e:  # the apiserver's HTTP server refuses such a URL outright
+                return web.json_response(status(400, "BadRequest", str(e)), status=400)
+            try:
                 user = await self.authenticate(request)
                 if user is None:
                     log.info(
                         "unauthenticated request", path=request.path, client_cert=_peer_common_name(request)
                     )
                     return web.json_response(status(401, "Unauthorized", "Unauthorized"), status=401)
-                allowed, reason = await self.authorize(request, user)
+                allowed, reason = await self.authorize(info, user)
             except KubeError as e:
                 log.warning("delegated auth failed", error=str(e))
                 return web.json_response(
@@ -226,7 +220,7 @@ class Authenticator:
                 log.info(
                     "forbidden", path=request.path, user=user.name, groups=list(user.groups), reason=reason
                 )
-                msg = f'user "{user.name}" cannot get path "{request.path}"' + (
+                msg = f'user "{user.name}" cannot {info.verb} path "{info.path}"' + (
                     f": {reason}" if reason else ""
                 )
                 return web.json_response(status(403, "Forbidden", msg), status=403)

@@ -1,18 +1,30 @@
 """Prometheus access: prometheus-api-client, off the event loop, cached and coalesced.
 
-prometheus-api-client is synchronous (requests), so every call runs in a worker thread
-and the aiohttp loop never blocks on Prometheus. Instant-query results are kept for a few
-seconds (``--query-cache-ttl``) in a cachetools TTL cache, and identical queries that arrive
-while one is in flight share its result: an HPA controller fanning out over many HPAs, or
-several controllers, cost Prometheus one query per distinct PromQL per TTL.
+prometheus-api-client is synchronous (requests), so every call runs in a thread of the
+adapter's own pool (never the loop's default one, which Kubernetes calls share) and the
+aiohttp loop never blocks on Prometheus.
+
+Every call has one hard deadline (``--prometheus-timeout``): the client's own retry policy
+is switched off (its default, three retries with backoff, turned a 10 s timeout into 46 s),
+the HTTP timeout and Prometheus' own ``timeout`` parameter are what is left of the deadline,
+and at most ``retries`` (0 or 1) further attempt is made, only for a connection failure or
+a 502/503/504 and only while time is left. Past the deadline the caller gets
+``PrometheusTimeout`` (served as 504) whatever the thread is still doing.
+
+Instant-query results are kept for a few seconds (``--query-cache-ttl``) in a cachetools
+TTL cache, and identical queries that arrive while one is in flight share its result: an
+HPA controller fanning out over many HPAs, or several controllers, cost Prometheus one
+query per distinct PromQL per TTL.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import re
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,12 +34,20 @@ import requests
 from cachetools import TTLCache
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
+from urllib3.util.retry import Retry
 
 T = TypeVar("T")
 
 
 class PrometheusUnavailable(Exception):  # noqa: N818 - reads as a state: "Prometheus unavailable"
-    """Prometheus could not answer (down, timeout, non-200); served as 503."""
+    """Prometheus could not answer (down, refused, non-200); served as 503."""
+
+
+class PrometheusTimeout(PrometheusUnavailable):
+    """Prometheus did not answer within the deadline; served as 504."""
+
+
+_RETRYABLE_STATUS = re.compile(r"Status Code (502|503|504)\b")
 
 
 @dataclass(frozen=True)
@@ -40,8 +60,10 @@ class PrometheusSettings:
     client_key: str | None = None
     basic_auth: tuple[str, str] | None = None
     method: str = "GET"
-    timeout: float = 10.0
+    timeout: float = 10.0  # the whole call's deadline, retry included
+    retries: int = 1  # 0 or 1: one more attempt, only inside the deadline
     insecure_skip_verify: bool = False
+    threads: int = 32  # concurrent Prometheus calls (each holds a thread while it waits)
 
 
 @dataclass(frozen=True)
@@ -91,7 +113,9 @@ class Prometheus:
             session=_session(settings),
             timeout=settings.timeout,
             method=settings.method.upper(),
+            retry=Retry(total=0, connect=0, read=0, status=0, redirect=0, raise_on_status=False),
         )
+        self._pool = ThreadPoolExecutor(max_workers=max(1, settings.threads), thread_name_prefix="prometheus")
         self._cache: TTLCache[str, list[Sample]] | None = (
             TTLCache(maxsize=cache_size, ttl=cache_ttl) if cache_ttl > 0 else None
         )
@@ -99,17 +123,39 @@ class Prometheus:
         self._on_query = on_query or (lambda kind, seconds, ok: None)
         self.cache_hits = 0
 
-    async def _call(self, kind: str, fn: Callable[[], T]) -> T:
+    async def _call(self, kind: str, fn: Callable[[float], T]) -> T:
+        """Run ``fn(seconds_left)`` in the pool under the deadline, retrying at most once."""
+        loop = asyncio.get_running_loop()
         start = time.monotonic()
-        try:
-            result = await asyncio.to_thread(fn)
-        except (requests.RequestException, PrometheusApiClientException, ValueError, KeyError) as e:
-            self._on_query(kind, time.monotonic() - start, False)
-            raise PrometheusUnavailable(
-                f"Prometheus at {self.settings.url} did not answer the {kind}: {_short(e)}"
-            ) from None
-        self._on_query(kind, time.monotonic() - start, True)
-        return result
+        deadline = start + self.settings.timeout
+        attempts = 1 + min(max(self.settings.retries, 0), 1)
+        error: BaseException | None = None
+        for attempt in range(attempts):
+            left = deadline - time.monotonic()
+            if left <= 0.05 or (attempt and not _retryable(error)):
+                break
+            try:
+                result = await asyncio.wait_for(loop.run_in_executor(self._pool, fn, left), timeout=left)
+            except (TimeoutError, requests.Timeout):
+                error = TimeoutError()
+                break  # the deadline is spent: no retry can fit
+            except (requests.RequestException, PrometheusApiClientException, ValueError, KeyError) as e:
+                error = e
+                continue
+            self._on_query(kind, time.monotonic() - start, True)
+            return result
+        self._on_query(kind, time.monotonic() - start, False)
+        if isinstance(error, TimeoutError) or error is None:
+            raise PrometheusTimeout(
+                f"Prometheus at {self.settings.url} did not answer the {kind} within "
+                f"{self.settings.timeout:g}s (--prometheus-timeout)"
+            )
+        raise PrometheusUnavailable(
+            f"Prometheus at {self.settings.url} did not answer the {kind}: {_short(error)}"
+        )
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     async def query(self, promql: str) -> list[Sample]:
         """An instant query; cached for the TTL; concurrent identical queries coalesce."""
@@ -123,7 +169,12 @@ class Prometheus:
         future: asyncio.Future[list[Sample]] = asyncio.get_running_loop().create_future()
         self._inflight[promql] = future
         try:
-            raw = await self._call("query", lambda: self._client.custom_query(promql))
+            raw = await self._call(
+                "query",
+                lambda left: self._client.custom_query(
+                    promql, params={"timeout": f"{left:.3f}"}, timeout=left
+                ),
+            )
             samples = [_sample(r) for r in raw]
             if self._cache is not None:
                 self._cache[promql] = samples
@@ -144,14 +195,26 @@ class Prometheus:
         end = datetime.now(UTC)
         start = end - max_age
         return await self._call(
-            "series", lambda: self._client.get_series(start, end, params={"match[]": match})
+            "series",
+            lambda left: self._client.get_series(
+                start, end, params={"match[]": match, "timeout": f"{left:.3f}"}
+            ),
         )
 
     async def ready(self) -> bool:
         try:
-            return bool(await self._call("health check", self._client.check_prometheus_connection))
+            return bool(
+                await self._call("health check", lambda left: self._client.check_prometheus_connection())
+            )
         except PrometheusUnavailable:
             return False
+
+
+def _retryable(e: BaseException | None) -> bool:
+    """A refused or reset connection, or a 502/503/504: worth one more try, if time is left."""
+    if isinstance(e, requests.ConnectionError):
+        return True
+    return isinstance(e, PrometheusApiClientException) and bool(_RETRYABLE_STATUS.search(str(e)))
 
 
 def _short(e: BaseException) -> str:

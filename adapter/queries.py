@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from shared.selectors import Selector
 
 from .config import GroupResource, ResourceQuery, Rule
-from .naming import NAMESPACES, PODS, ResourceMapper, namespaced
+from .naming import NAMESPACES, PODS, ResourceMapper
 from .promql import Matcher, QueryError, check_label, selector_matchers, template_values, values_matcher
 
 
@@ -35,7 +35,8 @@ def custom_query(rule: Rule, series: str, req: ObjectQuery) -> tuple[str, str]:
         raise QueryError(f"rule {rule.index} has no label for resource {req.resource}")
     matchers: list[Matcher] = selector_matchers(req.metric_selector)
     values: dict[str, Sequence[str]] = {}
-    if req.namespace is not None and req.resource != NAMESPACES and namespaced(req.resource):
+    if req.namespace is not None and req.resource != NAMESPACES:
+        # a request made inside a namespace reads only that namespace, whatever the resource
         ns_label = mapper.namespace_label()
         if ns_label is None:
             raise QueryError(

@@ -12,10 +12,15 @@
 # Env:   PROMHPA_CACHE (default ~/.cache/promhpa)
 set -euo pipefail
 
-K8S_VERSION=v1.36.3
-ETCD_VERSION=v3.6.14
-KWOK_VERSION=v0.8.0
-HELM_VERSION=v3.21.4
+# One place for the versions (hack/versions.env); the environment overrides each.
+_env=()
+for v in K8S_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION; do
+  if [[ -n "${!v:-}" ]]; then _env+=("$v=${!v}"); fi
+done
+# shellcheck source=versions.env
+source "$(dirname "$0")/versions.env"
+for kv in "${_env[@]}"; do export "${kv?}"; done
+unset _env kv v
 
 CACHE=${PROMHPA_CACHE:-$HOME/.cache/promhpa}
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false"

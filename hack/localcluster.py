@@ -38,7 +38,25 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 ROOT = Path(__file__).resolve().parent.parent
-K8S_VERSION, ETCD_VERSION, KWOK_VERSION, HELM_VERSION = "v1.36.3", "v3.6.14", "v0.8.0", "v3.21.4"
+
+
+def _versions() -> dict[str, str]:
+    """hack/versions.env, the one list of component versions; the environment overrides it."""
+    out: dict[str, str] = {}
+    for line in (ROOT / "hack" / "versions.env").read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and not key.startswith("#"):
+            out[key.strip()] = os.environ.get(key.strip()) or value.strip()
+    return out
+
+
+_V = _versions()
+K8S_VERSION, ETCD_VERSION, KWOK_VERSION, HELM_VERSION = (
+    _V["K8S_VERSION"],
+    _V["ETCD_VERSION"],
+    _V["KWOK_VERSION"],
+    _V["HELM_VERSION"],
+)
 FAKE_NODES = ("kwok-node-0", "kwok-node-1", "kwok-node-2")
 
 
