@@ -128,7 +128,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         lease_name=args.leader_elect_resource_name,
         bind_address=args.bind_address,
         port=args.port,
+        lease_duration=max(1, round(args.leader_elect_lease_duration.total_seconds())),
+        renew_deadline=args.leader_elect_renew_deadline.total_seconds(),
+        retry_period=args.leader_elect_retry_period.total_seconds(),
+        metrics_timeout=args.metrics_timeout.total_seconds(),
     )
+    if opts.leader_elect and not opts.lease_duration > opts.renew_deadline > opts.retry_period > 0:
+        print(
+            "error: leader election needs --leader-elect-lease-duration > --leader-elect-renew-deadline "
+            "> --leader-elect-retry-period > 0 (the gap between the first two absorbs clock skew)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         return asyncio.run(run(opts))
     except KeyboardInterrupt:
@@ -203,6 +214,31 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
     r.add_argument("--leader-elect-resource-namespace", default="kube-system")
     r.add_argument("--leader-elect-resource-name", default="promhpa-controller")
+    r.add_argument(
+        "--leader-elect-lease-duration",
+        type=_duration,
+        default=timedelta(seconds=15),
+        help="how long a standby waits after the leader's last renewal before taking over (default 15s)",
+    )
+    r.add_argument(
+        "--leader-elect-renew-deadline",
+        type=_duration,
+        default=timedelta(seconds=10),
+        help="the leader stops writing once its last successful renewal is this old (default 10s)",
+    )
+    r.add_argument(
+        "--leader-elect-retry-period",
+        type=_duration,
+        default=timedelta(seconds=2),
+        help="how often the Lease is renewed or tried (default 2s)",
+    )
+    r.add_argument(
+        "--metrics-timeout",
+        type=_duration,
+        default=timedelta(seconds=15),
+        help="timeout of each read from the metrics APIs (default 15s, above the adapter's 10s "
+        "Prometheus deadline): an overloaded adapter slows a reconcile, never stalls it",
+    )
     r.add_argument("--bind-address", default="0.0.0.0", help="address of /metrics and /healthz")
     r.add_argument("--port", type=int, default=10258, help="port of /metrics and /healthz")
     r.add_argument("--log-format", choices=("json", "console"), default="json")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import kubernetes
@@ -47,6 +47,13 @@ def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
 @dataclass
 class Kube:
     api: kubernetes.client.ApiClient
+    # called in the worker thread right before every write leaves this process; raising
+    # refuses the write (the controller's "still the leader?" check)
+    write_guard: Callable[[], None] | None = None
+
+    def guarded(self, guard: Callable[[], None]) -> Kube:
+        """The same client, refusing every write for which ``guard`` raises."""
+        return replace(self, write_guard=guard)
 
     def _request(
         self,
@@ -57,6 +64,8 @@ class Kube:
         timeout: float = 30,
     ) -> Any:
         """One request through the client's auth and TLS; raises KubeError on non-2xx."""
+        if method != "GET" and self.write_guard is not None:
+            self.write_guard()
         try:
             m, url, headers, data, post = self.api.param_serialize(
                 method=method,
@@ -93,8 +102,8 @@ class Kube:
     def get_sync(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
         return self._call("GET", path, query=query)
 
-    async def get(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
-        return await asyncio.to_thread(self._call, "GET", path, None, query)
+    async def get(self, path: str, query: list[tuple[str, str]] | None = None, timeout: float = 30) -> Any:
+        return await asyncio.to_thread(self._call, "GET", path, None, query, timeout)
 
     async def post(self, path: str, body: Any) -> Any:
         return await asyncio.to_thread(self._call, "POST", path, body)

@@ -26,22 +26,27 @@ def _selector_text(ls: dict[str, Any] | None) -> str:
         return ""
 
 
-async def _custom(kube: Kube, path: str, query: list[tuple[str, str]]) -> list[dict[str, Any]]:
+async def _custom(
+    kube: Kube, path: str, query: list[tuple[str, str]], timeout: float
+) -> list[dict[str, Any]]:
     """custom.metrics.k8s.io v1beta2, falling back to v1beta1 where only that is served."""
     try:
-        body = await kube.get(f"/apis/custom.metrics.k8s.io/v1beta2{path}", query)
+        body = await kube.get(f"/apis/custom.metrics.k8s.io/v1beta2{path}", query, timeout)
         return list(body.get("items", []))
     except KubeError as e:
         if e.status != 404 or "could not find the requested resource" not in str(e):
             raise
-    body = await kube.get(f"/apis/custom.metrics.k8s.io/v1beta1{path}", query)
+    body = await kube.get(f"/apis/custom.metrics.k8s.io/v1beta1{path}", query, timeout)
     return [
         {**i, "metric": {"name": i.get("metricName", ""), "selector": i.get("selector")}}
         for i in body.get("items", [])
     ]
 
 
-async def fetch(kube: Kube, mapper: RESTMapper, hpa: dict[str, Any], selector: str) -> dict[str, list[Any]]:
+async def fetch(
+    kube: Kube, mapper: RESTMapper, hpa: dict[str, Any], selector: str, timeout: float = 15.0
+) -> dict[str, list[Any]]:
+    """Every metric the HPA names; each read times out on its own (``--metrics-timeout``)."""
     ns = hpa["metadata"]["namespace"]
     metrics = hpa.get("spec", {}).get("metrics") or [
         {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization"}}}
@@ -73,7 +78,9 @@ async def fetch(kube: Kube, mapper: RESTMapper, hpa: dict[str, Any], selector: s
             if kind in ("Resource", "ContainerResource"):
                 if not pod_metrics_done:
                     body = await kube.get(
-                        f"/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods", [("labelSelector", selector)]
+                        f"/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods",
+                        [("labelSelector", selector)],
+                        timeout,
                     )
                     out["podMetrics"] = list(body.get("items", []))
                     pod_metrics_done = True
@@ -81,7 +88,9 @@ async def fetch(kube: Kube, mapper: RESTMapper, hpa: dict[str, Any], selector: s
                 q = [("labelSelector", selector)]
                 if msel := _selector_text((source.get("metric") or {}).get("selector")):
                     q.append(("metricLabelSelector", msel))
-                out["customMetrics"] += await _custom(kube, f"/namespaces/{ns}/pods/*/{quote(name)}", q)
+                out["customMetrics"] += await _custom(
+                    kube, f"/namespaces/{ns}/pods/*/{quote(name)}", q, timeout
+                )
             elif kind == "Object":
                 d = source.get("describedObject") or {}
                 q = []
@@ -92,13 +101,13 @@ async def fetch(kube: Kube, mapper: RESTMapper, hpa: dict[str, Any], selector: s
                 else:
                     resource = await _resource(mapper, d.get("apiVersion", "v1"), d.get("kind", ""))
                     path = f"/namespaces/{ns}/{resource}/{quote(d.get('name', ''))}/{quote(name)}"
-                out["customMetrics"] += await _custom(kube, path, q)
+                out["customMetrics"] += await _custom(kube, path, q, timeout)
             elif kind == "External":
                 q = []
                 if sel := _selector_text((source.get("metric") or {}).get("selector")):
                     q.append(("labelSelector", sel))
                 body = await kube.get(
-                    f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{ns}/{quote(name)}", q
+                    f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{ns}/{quote(name)}", q, timeout
                 )
                 out["externalMetrics"] += list(body.get("items", []))
         except KubeError as e:

@@ -77,6 +77,7 @@ class Reconciler:
     recorder: EventRecorder
     metrics: ControllerMetrics
     dry_run: bool = False
+    metrics_timeout: float = 15.0
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     memory: dict[tuple[str, str], History] = field(default_factory=dict)
     selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
@@ -111,7 +112,7 @@ class Reconciler:
             selecting = self.selectors.selecting(namespace, pods)
         metrics: dict[str, list[Any]] = {}
         if scale is not None and selector:
-            metrics = await fetch(self.kube, self.mapper, hpa, selector)
+            metrics = await fetch(self.kube, self.mapper, hpa, selector, self.metrics_timeout)
         snap = assemble.snapshot(
             now, self.settings, hpa, scale, scale_error, pods, metrics, self.memory.get((namespace, name))
         )

@@ -14,6 +14,8 @@ import contextlib
 import os
 import signal
 import socket
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -86,22 +88,64 @@ class WorkQueue:
         return self._queue.qsize()
 
 
+def leader_clock() -> float:
+    """Seconds on a clock that keeps counting while the process or its machine is paused
+    (CLOCK_BOOTTIME includes suspend; plain monotonic does not), never the wall clock."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME) if hasattr(time, "CLOCK_BOOTTIME") else time.monotonic()
+
+
+class NotLeader(Exception):  # noqa: N818 - reads as a state, like client-go's "not leader"
+    """A write was refused: this process's leadership is not current."""
+
+
 @dataclass
 class LeaderElector:
+    """client-go's leader election over a coordination.k8s.io Lease.
+
+    Leadership is judged by time, not by counting failures: this process acts only while
+    its last successful renewal *started* less than ``renew_deadline`` ago on
+    ``leader_clock``. Another candidate may take the Lease only ``lease_seconds`` after
+    that renewal's ``renewTime``, and ``lease_seconds > renew_deadline`` leaves the rest as
+    room for clock skew, so a leader that was paused (SIGSTOP, a long GC, a frozen VM)
+    knows it is no longer leader before anyone else can be. ``guard`` is called right
+    before every write leaves the process.
+    """
+
     kube: Kube
     namespace: str
     name: str
     identity: str
     lease_seconds: int = 15
+    renew_deadline: float = 10.0
     retry_seconds: float = 2.0
+    clock: Callable[[], float] = leader_clock
+    _renewed_at: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.lease_seconds > self.renew_deadline > self.retry_seconds > 0:
+            raise ValueError(
+                "leader election needs lease duration > renew deadline > retry period > 0 "
+                f"(got {self.lease_seconds}s, {self.renew_deadline:g}s, {self.retry_seconds:g}s)"
+            )
 
     def _path(self) -> str:
         return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases/{self.name}"
 
+    def is_leader(self) -> bool:
+        return self._renewed_at is not None and self.clock() - self._renewed_at < self.renew_deadline
+
+    def guard(self) -> None:
+        if not self.is_leader():
+            raise NotLeader(
+                f"not the leader of {self.namespace}/{self.name}: no renewal within "
+                f"{self.renew_deadline:g}s, so another replica may hold the Lease"
+            )
+
     async def try_acquire(self) -> bool:
         """True while this process holds the Lease; a refused request (RBAC) is logged, not raised."""
+        started = self.clock()  # a renewal counts from before it was sent, never after
         try:
-            return await self._try_acquire()
+            ok = await self._try_acquire()
         except KubeError as e:
             if e.status not in (401, 403):
                 raise
@@ -111,10 +155,14 @@ class LeaderElector:
                 error=str(e),
             )
             return False
+        if ok:
+            self._renewed_at = started
+        return ok
 
     async def release(self) -> None:
         """Give the Lease up on a clean exit, as client-go's ReleaseOnCancel does: an empty
         holder with a 1s duration, so a standby need not wait out the full lease."""
+        self._renewed_at = None  # no write of ours may follow the hand-over
         lease = await self.kube.get(self._path())
         held = lease.get("spec", {})
         if held.get("holderIdentity") != self.identity:
@@ -185,12 +233,30 @@ class Options:
     lease_name: str
     bind_address: str
     port: int
+    lease_duration: int = 15
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    metrics_timeout: float = 15.0
 
 
 async def run(opts: Options) -> int:
     from shared.kube import load
 
-    kube = Kube(load(opts.kubeconfig))
+    lease_kube = Kube(load(opts.kubeconfig))
+    elector: LeaderElector | None = None
+    kube = lease_kube
+    if opts.leader_elect:
+        identity = f"{socket.gethostname()}_{os.getpid()}"
+        elector = LeaderElector(
+            lease_kube,
+            opts.lease_namespace,
+            opts.lease_name,
+            identity,
+            lease_seconds=opts.lease_duration,
+            renew_deadline=opts.renew_deadline,
+            retry_seconds=opts.retry_period,
+        )
+        kube = lease_kube.guarded(elector.guard)  # every scale, status and event write
     loop = asyncio.get_running_loop()
     queue = WorkQueue()
 
@@ -202,7 +268,15 @@ async def run(opts: Options) -> int:
     pods = Informer(kube, "/api/v1/pods", transform=without_managed_fields)
     metrics = ControllerMetrics()
     reconciler = Reconciler(
-        kube, RESTMapper(kube), hpas, pods, opts.settings, EventRecorder(kube), metrics, dry_run=opts.dry_run
+        kube,
+        RESTMapper(kube),
+        hpas,
+        pods,
+        opts.settings,
+        EventRecorder(kube),
+        metrics,
+        dry_run=opts.dry_run,
+        metrics_timeout=opts.metrics_timeout,
     )
 
     async def health(_: web.Request) -> web.Response:
@@ -232,40 +306,45 @@ async def run(opts: Options) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
 
-    if opts.leader_elect:
-        identity = f"{socket.gethostname()}_{os.getpid()}"
-        elector = LeaderElector(kube, opts.lease_namespace, opts.lease_name, identity)
+    if elector is not None:
         while not await elector.try_acquire():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), elector.retry_seconds)
             if stop.is_set():
                 await runner.cleanup()
                 return 0
-        log.info("became leader", lease=f"{opts.lease_namespace}/{opts.lease_name}", identity=identity)
+        log.info(
+            "became leader", lease=f"{opts.lease_namespace}/{opts.lease_name}", identity=elector.identity
+        )
 
-        async def renew() -> None:
-            failures = 0
+        async def renew(e: LeaderElector) -> None:
             while True:
-                await asyncio.sleep(elector.retry_seconds)
-                try:
-                    ok = await elector.try_acquire()
-                except KubeError:
-                    ok = False
-                failures = 0 if ok else failures + 1
-                if failures * elector.retry_seconds >= 10:  # renew deadline: stop acting at once
-                    log.error("lost leadership; exiting so a fresh process can stand by")
+                await asyncio.sleep(e.retry_seconds if e.is_leader() else 0)
+                if e.is_leader():
+                    with contextlib.suppress(KubeError):
+                        await e.try_acquire()
+                if not e.is_leader():  # judged by the time since the last renewal, not by retries
+                    log.error(
+                        "lost leadership; exiting so a fresh process can stand by",
+                        lease=f"{e.namespace}/{e.name}",
+                        renew_deadline=e.renew_deadline,
+                    )
                     os._exit(1)
 
-        renew_task = asyncio.create_task(renew())
+        renew_task = asyncio.create_task(renew(elector))
 
     async def worker() -> None:
         while True:
             key = await queue.get()
             try:
-                if await reconciler.reconcile(*key) is not None:
+                if elector is not None and not elector.is_leader():
+                    queue.add_after(key, opts.sync_period)  # the renew loop is about to exit
+                elif await reconciler.reconcile(*key) is not None:
                     queue.add_after(key, opts.sync_period)
                 else:
                     queue.forget(key)
+            except NotLeader as e:
+                log.error("write refused: not the leader", hpa=f"{key[0]}/{key[1]}", error=str(e))
             except Exception as e:  # one HPA's failure must not stop the others
                 log.error("reconcile failed", hpa=f"{key[0]}/{key[1]}", error=str(e))
                 queue.add_after(key, opts.sync_period)
@@ -292,7 +371,7 @@ async def run(opts: Options) -> int:
         for w in workers:
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
-        if opts.leader_elect:
+        if elector is not None:
             renew_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renew_task

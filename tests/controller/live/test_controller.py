@@ -8,8 +8,11 @@ scales down once the (test-shortened) stabilization window allows.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -564,3 +567,70 @@ def test_watches_resume_after_the_apiserver_restarts(
         exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 30)  # ceil(3 x 1) = 3
     wait_until(lambda: replicas(cluster, "restart-app") == 3, timeout=90, what="a scale-up after the restart")
     assert controller.poll() is None
+
+
+def split_events(cluster: Cluster, name: str) -> set[tuple[str, int, str]]:
+    items = json.loads(
+        cluster.kubectl(
+            "-n", NS, "get", "events", f"--field-selector=involvedObject.name={name}", "-o", "json"
+        ).stdout
+    )["items"]
+    return {(e["metadata"]["name"], int(e.get("count") or 1), str(e.get("lastTimestamp"))) for e in items}
+
+
+def test_a_paused_leader_writes_nothing_after_resuming(
+    cluster: Cluster, controller: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    """Split brain: the leader is frozen (SIGSTOP) until a standby has taken the Lease; the
+    standby is then frozen too and the target is pushed below minReplicas, so the old leader
+    has overdue work the moment it resumes. It must write nothing (no scale, status or event)
+    and stop, because its last renewal is older than its renew deadline."""
+    make_target(cluster, "split-app", 2, {**requests_spec(5), "minReplicas": 2}, labels={"ha": "split"})
+    flags = (
+        "--leader-elect",
+        "--leader-elect-resource-namespace=default",
+        "--leader-elect-resource-name=promhpa-split-test",
+        "--leader-elect-lease-duration=6s",
+        "--leader-elect-renew-deadline=4s",
+        "--leader-elect-retry-period=1s",
+        "--hpa-selector=ha=split",
+    )
+
+    def holder() -> str:
+        out = cluster.kubectl(
+            "-n", "default", "get", "lease", "promhpa-split-test", "-o", "json", check=False
+        )
+        return str(json.loads(out.stdout)["spec"].get("holderIdentity", "")) if out.returncode == 0 else ""
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, first_log = start_controller(cluster, tmp_path / "a", *flags)
+    second = None
+    try:
+        wait_until(lambda: holder().endswith(f"_{first.pid}"), timeout=30, what="the first to lead")
+        wait_until(
+            lambda: "split-app" in first_log.read_text(), timeout=30, what="the leader's first reconcile"
+        )
+        second, _ = start_controller(cluster, tmp_path / "b", *flags)
+        os.kill(first.pid, signal.SIGSTOP)
+        wait_until(lambda: holder().endswith(f"_{second.pid}"), timeout=30, what="the standby to take over")  # type: ignore[union-attr]
+        time.sleep(2)  # the new leader reconciles once
+        os.kill(second.pid, signal.SIGSTOP)
+        cluster.kubectl("-n", NS, "scale", "deployment", "split-app", "--replicas=1")
+        hpa_version = hpa(cluster, "split-app")["metadata"]["resourceVersion"]
+        events = split_events(cluster, "split-app")
+        os.kill(first.pid, signal.SIGCONT)
+        first.wait(timeout=20)  # it exits: its leadership lapsed while it was frozen
+        time.sleep(1)
+        assert first.returncode != 0
+        assert "lost leadership" in first_log.read_text()
+        assert replicas(cluster, "split-app") == 1, "the resumed old leader wrote a scale"
+        assert hpa(cluster, "split-app")["metadata"]["resourceVersion"] == hpa_version, "it wrote the status"
+        assert split_events(cluster, "split-app") == events, "it wrote an event"
+    finally:
+        if first.poll() is None:
+            os.kill(first.pid, signal.SIGCONT)
+            stop_controller(first)
+        if second is not None:
+            os.kill(second.pid, signal.SIGCONT)
+            stop_controller(second)
