@@ -27,6 +27,7 @@ from .auth import Authenticator, add_client_ca, load_requestheader_config
 from .check_config import check_config
 from .config import Config, ConfigError, load_config, parse_config
 from .default_rules import DEFAULT_RULES
+from .health import Health, ProbeServer
 from .objects import ObjectCache
 from .prometheus import Prometheus, PrometheusSettings
 from .registry import Registry
@@ -163,6 +164,19 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--secure-port", type=int, default=6443)
     p.add_argument("--bind-address", default="0.0.0.0")
+    p.add_argument(
+        "--health-port",
+        type=int,
+        default=8081,
+        help="plain-HTTP port for /healthz, /livez and /readyz, served by a thread of its own so "
+        "probes never wait behind API load (default 8081; 0 disables; the secure port serves them too)",
+    )
+    p.add_argument(
+        "--max-requests-inflight",
+        type=int,
+        default=400,
+        help="API requests handled at once; more get 429 with Retry-After (default 400; 0: no limit)",
+    )
     p.add_argument("--tls-cert-file")
     p.add_argument("--tls-private-key-file")
     p.add_argument(
@@ -227,6 +241,7 @@ async def serve(a: argparse.Namespace) -> int:
     )
     registry = Registry(config, prometheus, a.metrics_max_age or a.metrics_relist_interval)
     objects = ObjectCache(kube) if kube is not None else None
+    health = Health()
     app = build_app(
         config,
         prometheus,
@@ -235,6 +250,8 @@ async def serve(a: argparse.Namespace) -> int:
         metrics=metrics,
         lister=objects,
         middlewares=middlewares,
+        health=health,
+        max_inflight=a.max_requests_inflight,
     )
     if a.tls_cert_file and a.tls_private_key_file:
         cert, key = Path(a.tls_cert_file), Path(a.tls_private_key_file)
@@ -247,9 +264,13 @@ async def serve(a: argparse.Namespace) -> int:
         add_client_ca(ctx, requestheader)
     site = web.TCPSite(runner, a.bind_address, a.secure_port, ssl_context=ctx)
     await site.start()
+    probes = ProbeServer(health, a.bind_address, a.health_port) if a.health_port else None
+    if probes is not None:
+        probes.start()
     log.info(
         "serving",
         address=f"https://{a.bind_address}:{a.secure_port}",
+        probes=f"http://{a.bind_address}:{a.health_port}" if probes else None,
         prometheus=a.prometheus_url,
         rules=config.source,
         custom_rules=len(config.rules),
@@ -258,6 +279,8 @@ async def serve(a: argparse.Namespace) -> int:
     try:
         await asyncio.Event().wait()
     finally:
+        if probes is not None:
+            probes.stop()
         await runner.cleanup()
         if objects is not None:
             objects.close()

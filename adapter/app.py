@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from .config import Config
+from .health import Health, inflight_limiter, probe_routes
 from .prometheus import Prometheus, PrometheusTimeout, PrometheusUnavailable
 from .promql import QueryError
 from .providers import ObjectLister, Providers
@@ -72,6 +73,24 @@ def _error(code: int, reason: str, message: str) -> web.Response:
     return _json(status(code, reason, message), code)
 
 
+_REASONS = {400: "BadRequest", 404: "NotFound", 405: "MethodNotAllowed", 406: "NotAcceptable"}
+
+
+@web.middleware
+async def _status_errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Whatever aiohttp itself refuses (no route, wrong method) is a Status too, never text."""
+    try:
+        return await handler(request)
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        reason = _REASONS.get(e.status, "InternalError" if e.status >= 500 else "BadRequest")
+        message = f"{e.reason}: {request.method} {request.rel_url.raw_path}"
+        return _error(e.status, reason, message)
+
+
 async def _dispatch(providers: Providers, req: MetricRequest) -> dict[str, Any]:
     if req.kind == "discovery":
         return resource_list(req.group, req.version, providers.discovery(req))
@@ -93,11 +112,15 @@ def build_app(
     lister: ObjectLister | None = None,
     metrics: AdapterMetrics | None = None,
     middlewares: list[Callable[..., Awaitable[web.StreamResponse]]] | None = None,
+    health: Health | None = None,
+    max_inflight: int = 400,
 ) -> web.Application:
     m = metrics or AdapterMetrics()
+    health = health or Health()
     providers = Providers(config, registry, prometheus, lister)
-    app = web.Application(middlewares=middlewares or [])
-    app[STATE] = {"metrics": m, "registry": registry, "ready": False}
+    limiter = inflight_limiter(max_inflight, lambda: m.requests.labels("", "429").inc())
+    app = web.Application(middlewares=[_status_errors, limiter, *(middlewares or [])])
+    app[STATE] = {"metrics": m, "registry": registry, "health": health}
 
     async def apis(_: web.Request) -> web.Response:
         return _json(
@@ -134,20 +157,10 @@ def build_app(
             m.latency.labels(group).observe(time.monotonic() - start)
             m.cache_hits.set(prometheus.cache_hits)
 
-    async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def readyz(_: web.Request) -> web.Response:
-        if not app[STATE]["ready"]:
-            return web.Response(status=503, text="the first series discovery has not completed")
-        return web.Response(text="ok")
-
     async def own_metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(m.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/livez", healthz)
-    app.router.add_get("/readyz", readyz)
+    probe_routes(app, health)  # also on --health-port, where load cannot delay them
     app.router.add_get("/metrics", own_metrics)
     app.router.add_get("/apis", apis)
     app.router.add_get("/apis/", apis)
@@ -159,7 +172,7 @@ def build_app(
             while True:
                 try:
                     await registry.relist()
-                    app[STATE]["ready"] = True
+                    health.ready_reason = None
                     m.discovery_runs.labels("success").inc()
                     m.discovery_seconds.set(registry.relist_seconds or 0)
                     m.series.set(registry.index.series_count)
@@ -185,4 +198,5 @@ def build_app(
             await task
 
     app.cleanup_ctx.append(relister)
+    app.cleanup_ctx.append(health.heartbeat)
     return app

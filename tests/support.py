@@ -147,6 +147,7 @@ class AdapterProcess:
     proc: subprocess.Popen[bytes]
     log: Path
     ctx: ssl.SSLContext
+    health_port: int = 0
 
     @property
     def url(self) -> str:
@@ -176,6 +177,7 @@ def start_adapter(
     cfg = directory / "adapter.yaml"
     cfg.write_text(config)
     port = port or free_port()
+    health_port = free_port()
     log = directory / "adapter.log"
     out = open(log, "ab")  # noqa: SIM115 - owned by the child
     proc = subprocess.Popen(
@@ -186,6 +188,7 @@ def start_adapter(
             *(["--insecure-skip-auth"] if insecure else []),
             "--bind-address=127.0.0.1",
             f"--secure-port={port}",
+            f"--health-port={health_port}",
             f"--prometheus-url={prometheus_url}",
             f"--config={cfg}",
             f"--cert-dir={directory / 'certs'}",
@@ -200,7 +203,7 @@ def start_adapter(
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE  # the test trusts the adapter's fresh self-signed certificate
-    a = AdapterProcess(port, proc, log, ctx)
+    a = AdapterProcess(port, proc, log, ctx, health_port)
     try:
         wait_http(f"{a.url}/readyz", "adapter", timeout=30, context=ctx)
     except AssertionError:

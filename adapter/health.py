@@ -1,0 +1,175 @@
+"""Health under load: probes in a process of their own, and a bound on requests in flight.
+
+A kubelet probe must not wait behind the work it is probing: with hundreds of clients on
+the serving port the main event loop's queue is long, and a ``/healthz`` answered there
+took seconds -- long enough for a liveness probe to restart a healthy adapter under the
+very load it was coping with. A thread of its own is not enough either: it must win the
+interpreter lock from a busy loop several times per probe. So ``/healthz``, ``/livez`` and
+``/readyz`` are also served on a port of their own (``--health-port``) by a small child
+process, which the kernel schedules on its own; the two share a heartbeat and the
+readiness reason through shared memory. Liveness is not blind: the main loop beats every
+second, and a loop that has not beaten for ``stall_seconds`` is reported dead. The child
+exits when its parent does.
+
+``inflight_limiter`` caps the API requests being handled at once (the kube-apiserver's
+``--max-requests-inflight``): past the cap a request gets ``429 TooManyRequests`` with
+``Retry-After`` at once instead of queueing, so latency stays bounded and memory flat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from multiprocessing.sharedctypes import Synchronized, SynchronizedString
+from typing import cast
+
+import structlog
+from aiohttp import web
+
+from .wire import status
+
+log = structlog.get_logger("adapter.health")
+PROBE_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_MP = multiprocessing.get_context("spawn")  # never fork a process that runs threads and a loop
+
+
+class Health:
+    """What the probes report; written by the serving loop, read by the probe process."""
+
+    def __init__(self, stall_seconds: float = 30.0) -> None:
+        self.stall_seconds = stall_seconds
+        self._beat: Synchronized[float] = _MP.Value("d", time.monotonic())
+        self._reason = cast(SynchronizedString, _MP.Array("c", 512))  # a char array has .value
+        self.ready_reason = "the first series discovery has not completed"
+
+    @property
+    def ready_reason(self) -> str | None:
+        text = self._reason.value.decode(errors="replace")
+        return text or None
+
+    @ready_reason.setter
+    def ready_reason(self, reason: str | None) -> None:
+        self._reason.value = (reason or "").encode()[:511]
+
+    def beat(self) -> None:
+        self._beat.value = time.monotonic()  # CLOCK_MONOTONIC: the same clock in every process
+
+    def alive(self) -> str | None:
+        """None when alive, else why not."""
+        stalled = time.monotonic() - self._beat.value
+        if stalled > self.stall_seconds:
+            return f"the serving event loop has not run for {stalled:.0f}s"
+        return None
+
+    def ready(self) -> str | None:
+        return self.alive() or self.ready_reason
+
+    async def heartbeat(self, _: web.Application) -> AsyncIterator[None]:
+        """cleanup_ctx for the main app: beat once a second while it serves."""
+
+        async def beat() -> None:
+            while True:
+                self.beat()
+                await asyncio.sleep(1)
+
+        task = asyncio.create_task(beat())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def probe_routes(app: web.Application, health: Health) -> None:
+    async def live(_: web.Request) -> web.Response:
+        reason = health.alive()
+        return web.Response(status=500 if reason else 200, text=reason or "ok")
+
+    async def ready(_: web.Request) -> web.Response:
+        reason = health.ready()
+        return web.Response(status=503 if reason else 200, text=reason or "ok")
+
+    app.router.add_get("/healthz", live)
+    app.router.add_get("/livez", live)
+    app.router.add_get("/readyz", ready)
+
+
+def _serve_probes(health: Health, host: str, port: int, parent: int) -> None:
+    """The probe process: serve until the parent is gone."""
+
+    async def main() -> None:
+        app = web.Application()
+        probe_routes(app, health)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, host, port).start()
+        while os.getppid() == parent:
+            await asyncio.sleep(1)
+        await runner.cleanup()
+
+    asyncio.run(main())
+
+
+class ProbeServer:
+    """The probe endpoints on ``host:port`` (plain HTTP), served by a child process."""
+
+    def __init__(self, health: Health, host: str, port: int) -> None:
+        self.health, self.host, self.port = health, host, port
+        self._proc = _MP.Process(
+            target=_serve_probes, args=(health, host, port, os.getpid()), name="promhpa-probes", daemon=True
+        )
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Start the child and wait until it accepts connections (or say why it did not)."""
+        self._proc.start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self._proc.is_alive():
+                raise OSError(f"the probe server on {self.host}:{self.port} exited (is the port in use?)")
+            try:
+                target = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
+                with socket.create_connection((target, self.port), 1):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise OSError(f"the probe server on {self.host}:{self.port} did not start within {timeout:g}s")
+
+    def stop(self) -> None:
+        if self._proc.is_alive():
+            self._proc.terminate()
+            self._proc.join(10)
+
+
+def inflight_limiter(
+    limit: int, on_reject: Callable[[], None] | None = None
+) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """Middleware: at most ``limit`` API requests handled at once; the rest get 429 now."""
+    inflight = 0
+
+    @web.middleware
+    async def limit_inflight(request: web.Request, handler: Handler) -> web.StreamResponse:
+        nonlocal inflight
+        if request.path in PROBE_PATHS or limit <= 0:
+            return await handler(request)
+        if inflight >= limit:
+            if on_reject is not None:
+                on_reject()
+            body = status(
+                429,
+                "TooManyRequests",
+                f"too many requests in flight ({limit}, --max-requests-inflight); try again later",
+                {"retryAfterSeconds": 1},
+            )
+            return web.json_response(body, status=429, headers={"Retry-After": "1"})
+        inflight += 1
+        try:
+            return await handler(request)
+        finally:
+            inflight -= 1
+
+    return limit_inflight

@@ -1,0 +1,169 @@
+"""500 connections at once: probes stay fast, excess requests get a clean 429, nothing fails."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support import (
+    ROOT,
+    AdapterProcess,
+    Exporter,
+    PrometheusProcess,
+    start_adapter,
+    stop_adapter,
+    wait_until,
+)
+
+CONFIG = """
+externalRules:
+- seriesQuery: '{__name__="overload_queue"}'
+  resources: {overrides: {namespace: {resource: namespace}}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+"""
+PATH = "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/overload_queue"
+CONNECTIONS, SECONDS, INFLIGHT = 500, 8, 50
+
+
+@pytest.fixture(scope="module")
+def loaded(
+    exporter: Exporter, prometheus: PrometheusProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[AdapterProcess, dict[str, object]]]:
+    exporter.set('overload_queue{namespace="default",queue="q"}', 3)
+    wait_until(lambda: prometheus.query("overload_queue") != [], what="first scrape")
+    a = start_adapter(
+        tmp_path_factory.mktemp("overload"),
+        prometheus.url,
+        CONFIG,
+        "--query-cache-ttl=0s",
+        f"--max-requests-inflight={INFLIGHT}",
+    )
+    try:
+        loader = subprocess.Popen(
+            [sys.executable, "-m", "tests.loadgen", a.url, PATH, str(CONNECTIONS), str(SECONDS)],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        latencies = probe_while(loader, a.health_port)  # from this process, as a kubelet would
+        out, _ = loader.communicate(timeout=60)
+        assert loader.returncode == 0
+        yield a, {"codes": json.loads(out), "healthz_seconds": latencies}
+    finally:
+        stop_adapter(a)
+
+
+def probe_while(loader: subprocess.Popen[str], port: int) -> list[float]:
+    """GET /healthz on a fresh connection every 50 ms while the load runs."""
+    latencies: list[float] = []
+    time.sleep(1)  # every load connection open and busy first
+    while loader.poll() is None:
+        start = time.monotonic()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/healthz")
+        response = conn.getresponse()
+        response.read()
+        conn.close()
+        latencies.append(time.monotonic() - start)
+        assert response.status == 200
+        time.sleep(0.05)
+    return latencies[:-2]  # the last ones may fall after the load ended
+
+
+def p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def test_probes_stay_under_100ms_with_500_connections(
+    loaded: tuple[AdapterProcess, dict[str, object]],
+) -> None:
+    _, result = loaded
+    latencies = result["healthz_seconds"]
+    assert isinstance(latencies, list)
+    assert len(latencies) >= 20
+    print(f"healthz on the probe port: n={len(latencies)} p99 {p99(latencies) * 1000:.1f} ms")
+    assert p99(latencies) < 0.1, f"healthz p99 {p99(latencies) * 1000:.0f} ms"
+
+
+def test_every_request_is_answered_200_or_429(loaded: tuple[AdapterProcess, dict[str, object]]) -> None:
+    _, result = loaded
+    codes = result["codes"]
+    assert isinstance(codes, dict)
+    assert set(codes) <= {"200", "429"}, codes
+    assert codes.get("200", 0) > 0
+
+
+def test_requests_past_the_inflight_limit_get_a_too_many_requests_status(
+    loaded: tuple[AdapterProcess, dict[str, object]],
+) -> None:
+    adapter, result = loaded
+    codes = result["codes"]
+    assert isinstance(codes, dict)
+    assert codes.get("429", 0) > 0, codes
+    assert adapter.proc.poll() is None  # and it is still serving
+    code, body = adapter.get(PATH)
+    assert code == 200, body
+
+
+def test_readyz_on_the_probe_port_reports_discovery(loaded: tuple[AdapterProcess, dict[str, object]]) -> None:
+    adapter, _ = loaded
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{adapter.health_port}/readyz", timeout=5) as r:
+        assert (r.status, r.read()) == (200, b"ok")
+
+
+def test_request_past_the_limit_gets_429_status_with_retry_after() -> None:
+    """One request held in flight with a limit of one: the next is refused at once."""
+    import asyncio
+
+    import aiohttp
+    from aiohttp import web
+
+    from adapter.health import inflight_limiter
+
+    async def scenario() -> tuple[int, str | None, dict[str, object], int]:
+        release = asyncio.Event()
+
+        async def slow(_: web.Request) -> web.Response:
+            await release.wait()
+            return web.Response(text="done")
+
+        app = web.Application(middlewares=[inflight_limiter(1)])
+        app.router.add_get("/apis/x", slow)
+
+        async def ok(_: web.Request) -> web.Response:
+            return web.Response(text="ok")
+
+        app.router.add_get("/healthz", ok)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        try:
+            async with aiohttp.ClientSession() as s:
+                first = asyncio.create_task(s.get(f"http://127.0.0.1:{port}/apis/x"))
+                await asyncio.sleep(0.2)
+                async with s.get(f"http://127.0.0.1:{port}/apis/x") as r:
+                    code, retry, body = r.status, r.headers.get("Retry-After"), await r.json()
+                async with s.get(f"http://127.0.0.1:{port}/healthz") as h:  # probes are never limited
+                    health = h.status
+                release.set()
+                (await first).release()
+        finally:
+            await runner.cleanup()
+        return code, retry, body, health
+
+    code, retry, body, health = asyncio.run(scenario())
+    assert (code, retry, health) == (429, "1", 200)
+    assert body["kind"] == "Status"
+    assert body["reason"] == "TooManyRequests"
+    assert body["code"] == 429
