@@ -41,6 +41,9 @@ def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
     except (kubernetes.config.ConfigException, OSError) as e:
         where = kubeconfig or "in-cluster config or ~/.kube/config"
         raise KubeError(0, f"no usable Kubernetes credentials ({where}): {e}") from None
+    # no hidden retries: urllib3's default (3, each waiting out the timeout) turned a 2 s
+    # metrics timeout into 8 s; every caller here retries on its own schedule
+    conf.retries = 0
     return kubernetes.client.ApiClient(conf)
 
 

@@ -109,7 +109,9 @@ def controller(
     cluster: Cluster, adapter: AdapterProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[subprocess.Popen[bytes]]:
     # every HPA except those the dry-run and HA tests hand to their own controllers
-    proc, log = start_controller(cluster, tmp_path_factory.mktemp("controller"), "--hpa-selector=!dryrun,!ha")
+    proc, log = start_controller(
+        cluster, tmp_path_factory.mktemp("controller"), "--hpa-selector=!dryrun,!ha,!stall"
+    )
     yield proc
     stop_controller(proc)
     print(log.read_text()[-4000:])
@@ -634,3 +636,50 @@ def test_a_paused_leader_writes_nothing_after_resuming(
         if second is not None:
             os.kill(second.pid, signal.SIGCONT)
             stop_controller(second)
+
+
+def test_a_hung_adapter_slows_reconciles_without_stalling_them(
+    cluster: Cluster,
+    exporter: Exporter,
+    adapter: AdapterProcess,
+    controller: subprocess.Popen[bytes],
+    tmp_path: Path,
+) -> None:
+    """The adapter frozen (SIGSTOP: connections accepted, never answered): each metrics read
+    gives up after --metrics-timeout, the HPA reports the failure and keeps its replicas,
+    and the controller keeps reconciling instead of waiting on the adapter."""
+    make_target(
+        cluster, "stall-app", 2, requests_spec(5, immediate_scale_down=True), labels={"stall": "true"}
+    )
+    for name in running_pods(cluster, "stall-app"):
+        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 10)
+    proc, log = start_controller(cluster, tmp_path, "--hpa-selector=stall", "--metrics-timeout=2s")
+    try:
+        wait_until(
+            lambda: condition(cluster, "stall-app", "ScalingActive") == "True/ValidMetricFound",
+            timeout=60,
+            what="a valid metric",
+        )
+        os.kill(adapter.proc.pid, signal.SIGSTOP)
+        try:
+            start = time.monotonic()
+            wait_until(
+                lambda: condition(cluster, "stall-app", "ScalingActive") == "False/FailedGetPodsMetric",
+                timeout=30,
+                what="the timed-out read to show in the conditions",
+            )
+            failed_after = time.monotonic() - start
+            reconciles = log.read_text().count("hpa=live/stall-app")
+            time.sleep(5)
+            assert log.read_text().count("hpa=live/stall-app") >= reconciles + 1  # still reconciling
+            assert replicas(cluster, "stall-app") == 2
+        finally:
+            os.kill(adapter.proc.pid, signal.SIGCONT)
+        assert failed_after < 1 + 2 + 5  # a sync period, the timeout, and the write
+        wait_until(
+            lambda: condition(cluster, "stall-app", "ScalingActive") == "True/ValidMetricFound",
+            timeout=60,
+            what="recovery once the adapter answers again",
+        )
+    finally:
+        stop_controller(proc)
