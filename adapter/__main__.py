@@ -18,8 +18,9 @@ import structlog
 from aiohttp import web
 
 from shared.durations import DurationError, parse_duration
-from shared.kube import Kube, KubeError
-from shared.kube import load as load_kube
+from shared.kube.client import Kube
+from shared.kube.client import load as load_kube
+from shared.kube.errors import KubeError
 from shared.logging import configure
 
 from .app import AdapterMetrics, build_app

@@ -28,7 +28,8 @@ from cachetools import TTLCache
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from shared.kube import Kube, KubeError
+from shared.kube.client import Kube
+from shared.kube.errors import KubeError
 
 from .requests import BadRequest, RequestInfo, request_info
 from .wire import status

@@ -7,7 +7,7 @@ Two mappings, both pure:
 * a Prometheus label to a group-resource and back (``resources.overrides`` and
   ``resources.template``, e.g. ``kube_<<.Resource>>`` <-> ``kube_pod``). Templates use the
   singular resource name, as prometheus-adapter does through its REST mapper; the table of
-  known resources below stands in for the mapper and can be extended from API discovery.
+  known resources (``shared.kube.resources``) stands in for the mapper.
 """
 
 from __future__ import annotations
@@ -15,30 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .config import GroupResource, Naming, Resources
+from shared.kube.resources import Resource, by_plural, by_singular
 
-# resource (plural) -> (group, singular, namespaced); what a REST mapper would answer
-KNOWN_RESOURCES: dict[str, tuple[str, str, bool]] = {
-    "pods": ("", "pod", True),
-    "namespaces": ("", "namespace", False),
-    "nodes": ("", "node", False),
-    "services": ("", "service", True),
-    "endpoints": ("", "endpoints", True),
-    "persistentvolumes": ("", "persistentvolume", False),
-    "persistentvolumeclaims": ("", "persistentvolumeclaim", True),
-    "replicationcontrollers": ("", "replicationcontroller", True),
-    "configmaps": ("", "configmap", True),
-    "serviceaccounts": ("", "serviceaccount", True),
-    "deployments": ("apps", "deployment", True),
-    "statefulsets": ("apps", "statefulset", True),
-    "daemonsets": ("apps", "daemonset", True),
-    "replicasets": ("apps", "replicaset", True),
-    "jobs": ("batch", "job", True),
-    "cronjobs": ("batch", "cronjob", True),
-    "ingresses": ("networking.k8s.io", "ingress", True),
-    "horizontalpodautoscalers": ("autoscaling", "horizontalpodautoscaler", True),
-}
-_BY_SINGULAR = {singular: plural for plural, (_, singular, _ns) in KNOWN_RESOURCES.items()}
+from .config import GroupResource, Naming, Resources
 
 NAMESPACES = GroupResource("", "namespaces")
 PODS = GroupResource("", "pods")
@@ -49,14 +28,19 @@ class NamingError(ValueError):
     """A series does not fit a rule's naming."""
 
 
+def known(gr: GroupResource) -> Resource | None:
+    """The well-known resource a group-resource names (an empty group: any group)."""
+    return by_plural(gr.resource, gr.group or None)
+
+
 def namespaced(gr: GroupResource) -> bool:
-    known = KNOWN_RESOURCES.get(gr.resource)
-    return known[2] if known else True
+    found = known(gr)
+    return found.namespaced if found else True
 
 
 def singular(gr: GroupResource) -> str:
-    known = KNOWN_RESOURCES.get(gr.resource)
-    return known[1] if known else gr.resource.removesuffix("s")
+    found = known(gr)
+    return found.singular if found else gr.resource.removesuffix("s")
 
 
 def _expand(template: str, match: re.Match[str]) -> str:
@@ -134,10 +118,10 @@ class ResourceMapper:
         m = rx.match(label)
         if not m:
             return None
-        plural = _BY_SINGULAR.get(m.group("resource"))
-        if plural is None:
+        found = by_singular(m.group("resource"))
+        if found is None:
             return None
-        group = KNOWN_RESOURCES[plural][0]
+        plural, group = found.plural, found.group
         if "group" in rx.groupindex and m.group("group") not in (group, group.replace(".", "_")):
             return None
         return GroupResource(group, plural)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from shared.selectors import Selector, SelectorError, parse
 
 from .config import GroupResource
-from .naming import KNOWN_RESOURCES, NAMESPACES, namespaced
+from .naming import NAMESPACES, known, namespaced
 from .wire import CUSTOM, EXTERNAL, RESOURCE, VERSIONS
 
 
@@ -136,9 +136,8 @@ def _selector(query: dict[str, str], key: str) -> Selector | None:
 
 def _group_resource(text: str) -> GroupResource:
     resource, _, group = text.partition(".")
-    if not group and resource in KNOWN_RESOURCES:
-        group = KNOWN_RESOURCES[resource][0]
-    return GroupResource(group, resource)
+    found = known(GroupResource(group, resource)) if not group else None
+    return GroupResource(found.group if found else group, resource)
 
 
 def _namespace(info: RequestInfo) -> str:
@@ -233,7 +232,7 @@ def _custom(
     if len(info.parts) != 3:
         raise NotFound(f"unknown custom metrics path {'/'.join(info.parts)!r}")
     gr = _group_resource(_segment("resource", info.resource))
-    if namespaced(gr) and gr.resource in KNOWN_RESOURCES:
+    if namespaced(gr) and known(gr) is not None:
         raise NotFound(f"{gr} is namespaced: use namespaces/{{namespace}}/{gr.resource}/{{name}}/{{metric}}")
     name = None if info.name == "*" else _segment("name", info.name)
     return MetricRequest(

@@ -15,49 +15,24 @@ from typing import Any
 from shared.durations import format_time
 
 from .config import GroupResource
-from .naming import KNOWN_RESOURCES
+from .naming import known
 
 CUSTOM = "custom.metrics.k8s.io"
 EXTERNAL = "external.metrics.k8s.io"
 RESOURCE = "metrics.k8s.io"
 VERSIONS = {CUSTOM: ("v1beta2", "v1beta1"), EXTERNAL: ("v1beta1",), RESOURCE: ("v1beta1",)}
 
-_KINDS = {
-    "pods": "Pod",
-    "namespaces": "Namespace",
-    "nodes": "Node",
-    "services": "Service",
-    "endpoints": "Endpoints",
-    "persistentvolumes": "PersistentVolume",
-    "persistentvolumeclaims": "PersistentVolumeClaim",
-    "replicationcontrollers": "ReplicationController",
-    "configmaps": "ConfigMap",
-    "serviceaccounts": "ServiceAccount",
-    "deployments": "Deployment",
-    "statefulsets": "StatefulSet",
-    "daemonsets": "DaemonSet",
-    "replicasets": "ReplicaSet",
-    "jobs": "Job",
-    "cronjobs": "CronJob",
-    "ingresses": "Ingress",
-    "horizontalpodautoscalers": "HorizontalPodAutoscaler",
-}
-_VERSIONS = {
-    "": "v1",
-    "apps": "apps/v1",
-    "batch": "batch/v1",
-    "networking.k8s.io": "networking.k8s.io/v1",
-    "autoscaling": "autoscaling/v2",
-}
-
 
 def kind_of(gr: GroupResource) -> str:
-    return _KINDS.get(gr.resource, gr.resource[:1].upper() + gr.resource[1:].removesuffix("s"))
+    found = known(gr)
+    return found.kind if found else gr.resource[:1].upper() + gr.resource[1:].removesuffix("s")
 
 
 def api_version_of(gr: GroupResource) -> str:
-    group = gr.group or KNOWN_RESOURCES.get(gr.resource, ("", "", True))[0]
-    return _VERSIONS.get(group, f"{group}/v1" if group else "v1")
+    found = known(gr)
+    if found is not None:
+        return found.api_version
+    return f"{gr.group}/v1" if gr.group else "v1"
 
 
 _SI = {0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}

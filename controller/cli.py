@@ -147,17 +147,22 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    """Write the live snapshot of one HPA, to decide or explain offline."""
+    """Write the live snapshot of one HPA, to decide or explain offline.
+
+    It goes through the live reconcile's own path (``controller.live.observe``): informers
+    for the HPA's namespace, listed and indexed as the controller's are, then the same
+    scale, pod and metrics reads.
+    """
     import asyncio
 
     import yaml
 
-    from controller.live.mapping import RESTMapper
-    from controller.live.metrics_fetch import fetch  # noqa: F401 - imported by the reconciler
-    from controller.live.reconciler import ControllerMetrics, Reconciler
-    from controller.live.writer import EventRecorder
-    from shared.informer import Informer
-    from shared.kube import Kube, KubeError, load
+    from controller.live.observe import Observer
+    from shared.kube.client import Kube, load
+    from shared.kube.discovery import RESTMapper
+    from shared.kube.errors import KubeError
+    from shared.kube.informer import Informer, without_managed_fields
+    from shared.kube.resources import HPA, POD
 
     namespace, _, name = args.hpa.partition("/")
     if not name:
@@ -165,14 +170,17 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         return 2
     try:
         kube = Kube(load(args.kubeconfig))
-        pods = Informer(kube, "/api/v1/pods")
-        listing = kube.get_sync(f"/api/v1/namespaces/{namespace}/pods")
-        pods.objects = {(namespace, p["metadata"]["name"]): p for p in listing.get("items", [])}
-        hpas = Informer(kube, "/apis/autoscaling/v2/horizontalpodautoscalers")
-        r = Reconciler(
-            kube, RESTMapper(kube), hpas, pods, _settings(args), EventRecorder(kube), ControllerMetrics()
-        )
-        snap, _, _ = asyncio.run(r.snapshot(namespace, name))
+        pods = Informer(kube, POD.path(namespace), transform=without_managed_fields).start()
+        hpas = Informer(kube, HPA.path(namespace)).start()
+        try:
+            for informer in (pods, hpas):
+                if not informer.synced.wait(30):
+                    raise KubeError(0, f"could not list {informer.path} within 30s: {informer.error}")
+            observer = Observer(kube, RESTMapper(kube), hpas, pods, _settings(args))
+            snap = asyncio.run(observer.observe(namespace, name, None)).snapshot
+        finally:
+            pods.stop()
+            hpas.stop()
     except KubeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from shared.durations import format_time
+from shared.kube.resources import GroupVersion, GroupVersionError
 from shared.selectors import SelectorError
 from shared.selectors import parse as parse_selector
 
@@ -76,14 +77,12 @@ def history_to_wire(h: History) -> JSON:
     return out
 
 
-def _parse_group_version(api_version: str) -> str | None:
-    """schema.ParseGroupVersion: None when malformed."""
-    if api_version in ("", "/"):
-        return ""
-    parts = api_version.split("/")
-    if len(parts) > 2:
-        return None
-    return parts[0] if len(parts) == 2 else ""
+def _valid_group_version(api_version: str) -> bool:
+    try:
+        GroupVersion.parse(api_version)
+    except GroupVersionError:
+        return False
+    return True
 
 
 def _select_pods(snap: Snapshot, selector_text: str) -> list[Pod]:
@@ -122,7 +121,7 @@ def decide(snap: Snapshot) -> Decision:
     target_ref = hpa.get("spec", {}).get("scaleTargetRef") or {}
     current_fallback = int(original_status.get("currentReplicas") or 0)
     scale_error = snap.scale_error
-    if _parse_group_version(str(target_ref.get("apiVersion", ""))) is None:
+    if not _valid_group_version(str(target_ref.get("apiVersion", ""))):
         scale_error = f"unexpected GroupVersion string: {target_ref.get('apiVersion')}"
     if scale_error is not None or snap.scale is None:
         message = scale_error or "unrecognized resource"

@@ -8,13 +8,14 @@ recorded as a ``metricErrors`` entry, so the engine decides it exactly as upstre
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import quote
 
-from shared.kube import Kube, KubeError
+from shared.kube.client import Kube
+from shared.kube.discovery import RESTMapper
+from shared.kube.errors import KubeError, NotFound
 from shared.selectors import SelectorError, from_label_selector
-
-from .mapping import RESTMapper
 
 
 def _selector_text(ls: dict[str, Any] | None) -> str:
@@ -26,17 +27,25 @@ def _selector_text(ls: dict[str, Any] | None) -> str:
         return ""
 
 
+CUSTOM = "custom.metrics.k8s.io"
+
+
 async def _custom(
-    kube: Kube, path: str, query: list[tuple[str, str]], timeout: float
+    kube: Kube, mapper: RESTMapper, path: str, query: list[tuple[str, str]], timeout: float
 ) -> list[dict[str, Any]]:
-    """custom.metrics.k8s.io v1beta2, falling back to v1beta1 where only that is served."""
+    """custom.metrics.k8s.io in the version its server prefers (v1beta2, or v1beta1 where
+    only that is served), chosen through discovery as client-go's custom metrics client does."""
+    version = await asyncio.to_thread(mapper.preferred_version, CUSTOM)
     try:
-        body = await kube.get(f"/apis/custom.metrics.k8s.io/v1beta2{path}", query, timeout)
-        return list(body.get("items", []))
-    except KubeError as e:
-        if e.status != 404 or "could not find the requested resource" not in str(e):
+        body = await kube.get(f"/apis/{CUSTOM}/{version}{path}", query, timeout)
+    except NotFound:  # the APIService may have changed hands: ask discovery once more
+        fresh = await asyncio.to_thread(mapper.preferred_version, CUSTOM, True)
+        if fresh == version:
             raise
-    body = await kube.get(f"/apis/custom.metrics.k8s.io/v1beta1{path}", query, timeout)
+        version = fresh
+        body = await kube.get(f"/apis/{CUSTOM}/{version}{path}", query, timeout)
+    if version != "v1beta1":
+        return list(body.get("items", []))
     return [
         {**i, "metric": {"name": i.get("metricName", ""), "selector": i.get("selector")}}
         for i in body.get("items", [])
@@ -89,7 +98,7 @@ async def fetch(
                 if msel := _selector_text((source.get("metric") or {}).get("selector")):
                     q.append(("metricLabelSelector", msel))
                 out["customMetrics"] += await _custom(
-                    kube, f"/namespaces/{ns}/pods/*/{quote(name)}", q, timeout
+                    kube, mapper, f"/namespaces/{ns}/pods/*/{quote(name)}", q, timeout
                 )
             elif kind == "Object":
                 d = source.get("describedObject") or {}
@@ -101,7 +110,7 @@ async def fetch(
                 else:
                     resource = await _resource(mapper, d.get("apiVersion", "v1"), d.get("kind", ""))
                     path = f"/namespaces/{ns}/{resource}/{quote(d.get('name', ''))}/{quote(name)}"
-                out["customMetrics"] += await _custom(kube, path, q, timeout)
+                out["customMetrics"] += await _custom(kube, mapper, path, q, timeout)
             elif kind == "External":
                 q = []
                 if sel := _selector_text((source.get("metric") or {}).get("selector")):
@@ -111,12 +120,10 @@ async def fetch(
                 )
                 out["externalMetrics"] += list(body.get("items", []))
         except KubeError as e:
-            message = str(e).split(": ", 1)[-1]
+            message = e.message
             out["metricErrors"].append({"source": kind, "name": name, "message": message})
     return out
 
 
 async def _resource(mapper: RESTMapper, api_version: str, kind: str) -> str:
-    import asyncio
-
     return await asyncio.to_thread(mapper.resource_for, api_version, kind)

@@ -8,7 +8,6 @@ set, which yields upstream's FailedRescale condition and event on the same code 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import Callable
@@ -21,15 +20,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from controller.engine import Decision, decide, parse_snapshot
 from controller.engine.model import History, Settings
-from shared.informer import Informer
-from shared.kube import Kube, KubeError
-from shared.selectors import SelectorError
-from shared.selectors import parse as parse_selector
+from shared.kube.client import Kube
+from shared.kube.discovery import RESTMapper
+from shared.kube.errors import KubeError
+from shared.kube.informer import Informer
 
-from . import assemble
 from .hpa_selectors import SelectorRegistry
-from .mapping import RESTMapper
-from .metrics_fetch import fetch
+from .observe import Observer
 from .writer import EventRecorder, update_status
 
 log = structlog.get_logger("controller")
@@ -82,43 +79,22 @@ class Reconciler:
     memory: dict[tuple[str, str], History] = field(default_factory=dict)
     selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
 
-    async def _scale(self, hpa: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, str | None]:
-        ref = hpa.get("spec", {}).get("scaleTargetRef") or {}
-        try:
-            mapping = await asyncio.to_thread(
-                self.mapper.mapping, ref.get("apiVersion", ""), ref.get("kind", "")
-            )
-            path = mapping.scale_path(hpa["metadata"]["namespace"], ref.get("name", ""))
-            return await self.kube.get(path), None, path
-        except KubeError as e:
-            return None, str(e).split(": ", 1)[-1], None
+    def __post_init__(self) -> None:
+        self.observer = Observer(
+            self.kube,
+            self.mapper,
+            self.hpas,
+            self.pods,
+            self.settings,
+            self.metrics_timeout,
+            self.clock,
+            self.selectors,
+        )
 
     async def snapshot(self, namespace: str, name: str) -> tuple[dict[str, Any], dict[str, Any], str | None]:
         """The live snapshot of one HPA (and the HPA object and scale path it came from)."""
-        hpa = self.hpas.get(namespace, name) or await self.kube.get(
-            f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers/{name}"
-        )
-        now = self.clock()
-        scale, scale_error, path = await self._scale(hpa)
-        selector = (scale or {}).get("status", {}).get("selector", "")
-        try:  # only the pods the engine would select, found through the informer's label index
-            chosen = parse_selector(selector) if selector else None
-        except SelectorError:
-            chosen = None  # the engine reports the bad selector itself
-        pods = self.pods.select(namespace, chosen)
-        selecting: list[str] = []
-        if chosen is not None:
-            self.selectors.put((namespace, name), chosen)
-            selecting = self.selectors.selecting(namespace, pods)
-        metrics: dict[str, list[Any]] = {}
-        if scale is not None and selector:
-            metrics = await fetch(self.kube, self.mapper, hpa, selector, self.metrics_timeout)
-        snap = assemble.snapshot(
-            now, self.settings, hpa, scale, scale_error, pods, metrics, self.memory.get((namespace, name))
-        )
-        if len(selecting) > 1:
-            snap["selectingHPAs"] = selecting
-        return snap, hpa, path
+        seen = await self.observer.observe(namespace, name, self.memory.get((namespace, name)))
+        return seen.snapshot, seen.hpa, seen.scale_path
 
     async def reconcile(self, namespace: str, name: str) -> Decision | None:
         key = (namespace, name)
@@ -137,7 +113,7 @@ class Reconciler:
             try:
                 await self.kube.put(scale_path, scale)
             except KubeError as e:
-                snap["scaleUpdateError"] = str(e).split(": ", 1)[-1]
+                snap["scaleUpdateError"] = e.message
                 decision = decide(parse_snapshot(snap))
         self.memory[key] = decision.history
         for event in decision.events:
@@ -153,9 +129,7 @@ class Reconciler:
             except KubeError as e:
                 log.error("status not written", hpa=f"{namespace}/{name}", error=str(e))
                 with contextlib.suppress(KubeError):
-                    await self.recorder.record(
-                        hpa, "Warning", "FailedUpdateStatus", str(e).split(": ", 1)[-1]
-                    )
+                    await self.recorder.record(hpa, "Warning", "FailedUpdateStatus", e.message)
         self._observe(namespace, name, decision, time.monotonic() - start)
         return decision
 

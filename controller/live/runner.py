@@ -27,10 +27,11 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from controller.engine.model import Settings
 from shared.durations import parse_time
-from shared.informer import Informer, without_managed_fields
-from shared.kube import Kube, KubeError
+from shared.kube.client import Kube
+from shared.kube.discovery import RESTMapper
+from shared.kube.errors import Forbidden, KubeError, NotFound, Unauthorized
+from shared.kube.informer import Informer, without_managed_fields
 
-from .mapping import RESTMapper
 from .reconciler import ControllerMetrics, Reconciler
 from .writer import EventRecorder
 
@@ -147,7 +148,7 @@ class LeaderElector:
         try:
             ok = await self._try_acquire()
         except KubeError as e:
-            if e.status not in (401, 403):
+            if not isinstance(e, Unauthorized | Forbidden):
                 raise
             log.error(
                 "not allowed to manage the leader-election Lease; grant get, create and update on leases",
@@ -183,7 +184,7 @@ class LeaderElector:
         try:
             lease = await self.kube.get(self._path())
         except KubeError as e:
-            if e.status != 404:
+            if not isinstance(e, NotFound):
                 raise
             body = {
                 "apiVersion": "coordination.k8s.io/v1",
@@ -195,7 +196,7 @@ class LeaderElector:
                 await self.kube.post(f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases", body)
                 return True
             except KubeError as e:
-                if e.status in (401, 403):
+                if isinstance(e, Unauthorized | Forbidden):
                     raise
                 return False
         held = lease.get("spec", {})
@@ -215,7 +216,7 @@ class LeaderElector:
             await self.kube.put(self._path(), {**lease, "spec": new})  # resourceVersion guards the race
             return True
         except KubeError as e:
-            if e.status in (401, 403):
+            if isinstance(e, Unauthorized | Forbidden):
                 raise
             return False
 
@@ -240,7 +241,7 @@ class Options:
 
 
 async def run(opts: Options) -> int:
-    from shared.kube import load
+    from shared.kube.client import load
 
     lease_kube = Kube(load(opts.kubeconfig))
     elector: LeaderElector | None = None

@@ -11,7 +11,8 @@ from typing import Any
 from cachetools import TTLCache
 
 from shared.durations import format_time
-from shared.kube import Kube, KubeError
+from shared.kube.client import Kube
+from shared.kube.errors import Conflict, KubeError
 
 COMPONENT = "horizontal-pod-autoscaler"
 
@@ -33,10 +34,10 @@ async def update_status(kube: Kube, hpa: dict[str, Any], status: dict[str, Any],
             )
             return True
         except KubeError as e:
-            if e.status != 409:
+            if not isinstance(e, Conflict):
                 raise
             current = await kube.get(hpa_path(current["metadata"]["namespace"], current["metadata"]["name"]))
-    raise KubeError(409, "status update kept conflicting")
+    raise Conflict(409, f"status update kept conflicting after {attempts} attempts")
 
 
 class EventRecorder:
@@ -84,7 +85,7 @@ class EventRecorder:
         try:
             self._seen[key] = await self.kube.post(f"/api/v1/namespaces/{ns}/events", event)
         except KubeError as e:
-            if e.status == 409:  # same name exists from an earlier run: count it there
+            if isinstance(e, Conflict):  # same name exists from an earlier run: count it there
                 existing = await self.kube.get(f"/api/v1/namespaces/{ns}/events/{event_name}")
                 self._seen[key] = existing
                 await self.record(hpa, type_, reason, message)

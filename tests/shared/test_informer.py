@@ -8,8 +8,8 @@ import json
 import pytest
 from localcluster import Cluster
 
-from shared.informer import Informer, without_managed_fields
-from shared.kube import Kube, load
+from shared.kube.client import Kube, load
+from shared.kube.informer import Informer, without_managed_fields
 from shared.selectors import parse
 from tests.support import wait_until
 

@@ -242,6 +242,10 @@ def test_snapshot_of_a_live_hpa_decides_offline(
         cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr
+    import yaml
+
+    pods = yaml.safe_load(out.stdout)["pods"]  # the pods the live reconcile sees, from its index
+    assert sorted(p["metadata"]["name"] for p in pods) == running_pods(cluster, "api")
     path = tmp_path / "live.yaml"
     path.write_text(out.stdout)
     decided = subprocess.run(

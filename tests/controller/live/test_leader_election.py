@@ -10,7 +10,7 @@ import kubernetes
 import pytest
 
 from controller.live.runner import LeaderElector, NotLeader
-from shared.kube import Kube
+from shared.kube.client import Kube
 
 
 class Clock:

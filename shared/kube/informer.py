@@ -1,25 +1,46 @@
 """A list+watch cache of one resource, kept current in a background thread.
 
-The controller reads HPAs and pods from these caches instead of listing per reconcile; a
-callback reports every change so the HPA concerned can be reconciled promptly. A broken or
-expired watch (410 Gone) re-lists, with backoff, and the cache keeps serving meanwhile.
+client-go's informer and indexer in one small class: the controller reads HPAs and pods
+from these caches instead of listing per reconcile, the adapter resolves ``*`` +
+``labelSelector`` from them; a callback reports every change so the HPA concerned can be
+reconciled promptly. Named index functions (client-go's ``Indexers``) map each object to
+index keys -- by default ``namespace`` and ``label`` (namespace, key, value) -- so one
+HPA's pods are found without scanning a namespace. A ``transform`` (client-go's
+``SetTransform``) keeps only what the reader needs. A broken or expired watch (410 Gone)
+re-lists, with backoff, and the cache keeps serving meanwhile.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 
-from .kube import Kube, KubeError
-from .selectors import Selector
+from shared.selectors import Selector
+
+from .client import Kube
+from .errors import Forbidden, KubeError, Unauthorized
 
 log = structlog.get_logger("informer")
 Key = tuple[str, str]  # (namespace, name)
+IndexFunc = Callable[[dict[str, Any]], Iterable[Hashable]]
+
+
+def namespace_index(obj: dict[str, Any]) -> Iterable[Hashable]:
+    return (obj["metadata"].get("namespace", ""),)
+
+
+def label_index(obj: dict[str, Any]) -> Iterable[Hashable]:
+    ns = obj["metadata"].get("namespace", "")
+    return [(ns, k, v) for k, v in (obj["metadata"].get("labels") or {}).items()]
+
+
+def default_indexers() -> dict[str, IndexFunc]:
+    return {"namespace": namespace_index, "label": label_index}
 
 
 @dataclass
@@ -36,10 +57,10 @@ class Informer:
     stopped: threading.Event = field(default_factory=threading.Event)
     error: str = ""
     relists: int = 0
-    # (namespace) and (namespace, label key, label value) -> keys: selecting the pods of one
-    # HPA must not scan every pod of a namespace (O(HPAs x pods) per sync period)
-    _by_ns: dict[str, set[Key]] = field(default_factory=dict)
-    _by_label: dict[tuple[str, str, str], set[Key]] = field(default_factory=dict)
+    # index name -> function; selecting the pods of one HPA must not scan every pod of a
+    # namespace (O(HPAs x pods) per sync period)
+    indexers: dict[str, IndexFunc] = field(default_factory=default_indexers)
+    _indexes: dict[str, dict[Hashable, set[Key]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> Informer:
@@ -55,22 +76,35 @@ class Informer:
     def items(self) -> list[dict[str, Any]]:
         return list(self.objects.values())
 
-    def select(self, namespace: str, selector: Selector | None = None) -> list[dict[str, Any]]:
-        """Objects of one namespace that match ``selector`` (all of them for None).
+    def by_index(self, index: str, value: Hashable) -> list[dict[str, Any]]:
+        """The objects whose ``index`` function yields ``value`` (client-go's ByIndex)."""
+        with self._lock:
+            keys = self._indexes.get(index, {}).get(value, set())
+            return [o for k in keys if (o := self.objects.get(k)) is not None]
+
+    def select(self, namespace: str | None, selector: Selector | None = None) -> list[dict[str, Any]]:
+        """Objects of one namespace (every namespace for None) that match ``selector``.
 
         Equality and ``in`` requirements narrow the candidates through the label index;
         the full selector then decides, so every operator keeps its exact meaning.
         """
+        namespaces = [namespace] if namespace is not None else None
         with self._lock:
-            keys: set[Key] | None = None
-            for r in selector.requirements if selector is not None else ():
-                if r.operator in ("=", "==", "in"):
-                    hit: set[Key] = set()
-                    for v in r.values:
-                        hit |= self._by_label.get((namespace, r.key, v), set())
-                    keys = hit if keys is None else keys & hit
-            if keys is None:
-                keys = set(self._by_ns.get(namespace, set()))
+            if namespaces is None:
+                namespaces = [str(ns) for ns in self._indexes.get("namespace", {})]
+            labels = self._indexes.get("label", {})
+            keys: set[Key] = set()
+            for ns in namespaces:
+                narrowed: set[Key] | None = None
+                for r in selector.requirements if selector is not None else ():
+                    if r.operator in ("=", "==", "in"):
+                        hit: set[Key] = set()
+                        for v in r.values:
+                            hit |= labels.get((ns, r.key, v), set())
+                        narrowed = hit if narrowed is None else narrowed & hit
+                keys |= (
+                    narrowed if narrowed is not None else self._indexes.get("namespace", {}).get(ns, set())
+                )
             objs = [o for k in keys if (o := self.objects.get(k)) is not None]
         if selector is None:
             return objs
@@ -83,14 +117,15 @@ class Informer:
         """Point the indexes at ``obj`` (None: forget ``key``); caller holds the lock."""
         old = self.objects.get(key)
         if old is not None:
-            self._by_ns.get(key[0], set()).discard(key)
-            for k, v in (old["metadata"].get("labels") or {}).items():
-                self._by_label.get((key[0], k, v), set()).discard(key)
+            for name, fn in self.indexers.items():
+                index = self._indexes.get(name, {})
+                for value in fn(old):
+                    index.get(value, set()).discard(key)
         if obj is None:
             self.objects.pop(key, None)
             return
         self.objects[key] = obj
-        _add_to_index(self._by_ns, self._by_label, key, obj)
+        _add_to_indexes(self._indexes, self.indexers, key, obj)
 
     def _notify(self, kind: str, obj: dict[str, Any]) -> None:
         if self.on_change is not None:
@@ -110,12 +145,11 @@ class Informer:
                     for o in listing.get("items", [])
                 }
                 gone = [self.objects[k] for k in self.objects.keys() - fresh.keys()]
-                by_ns: dict[str, set[Key]] = {}
-                by_label: dict[tuple[str, str, str], set[Key]] = {}
+                indexes: dict[str, dict[Hashable, set[Key]]] = {}
                 for k, o in fresh.items():
-                    _add_to_index(by_ns, by_label, k, o)
+                    _add_to_indexes(indexes, self.indexers, k, o)
                 with self._lock:  # one swap: readers never see a half-built cache
-                    self.objects, self._by_ns, self._by_label = fresh, by_ns, by_label
+                    self.objects, self._indexes = fresh, indexes
                 self.relists += 1
                 for obj in gone:
                     self._notify("DELETED", obj)
@@ -148,7 +182,7 @@ class Informer:
                 self.error = str(e)
                 if self.stopped.is_set():
                     break
-                if isinstance(e, KubeError) and e.status in (401, 403):
+                if isinstance(e, Unauthorized | Forbidden):
                     # not transient: say which permission is missing; keep retrying so a fixed
                     # RoleBinding takes effect without a restart
                     log.error(
@@ -164,19 +198,20 @@ class Informer:
                     backoff = min(backoff * 2, 10.0)
 
 
-def _add_to_index(
-    by_ns: dict[str, set[Key]],
-    by_label: dict[tuple[str, str, str], set[Key]],
+def _add_to_indexes(
+    indexes: dict[str, dict[Hashable, set[Key]]],
+    indexers: dict[str, IndexFunc],
     key: Key,
     obj: dict[str, Any],
 ) -> None:
-    by_ns.setdefault(key[0], set()).add(key)
-    for k, v in (obj["metadata"].get("labels") or {}).items():
-        by_label.setdefault((key[0], k, v), set()).add(key)
+    for name, fn in indexers.items():
+        index = indexes.setdefault(name, {})
+        for value in fn(obj):
+            index.setdefault(value, set()).add(key)
 
 
 def _matches(obj: dict[str, Any], selector: str) -> bool:
-    from .selectors import parse
+    from shared.selectors import parse
 
     return parse(selector).matches(obj.get("metadata", {}).get("labels") or {})
 

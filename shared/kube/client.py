@@ -1,9 +1,10 @@
 """Kubernetes API access for both processes: the kubernetes client, off the event loop.
 
-One small surface -- ``get``, ``post``, ``list``, ``watch`` on raw paths -- over the
+One small surface -- ``get``, ``post``, ``put``, ``watch`` on raw paths -- over the
 official client's ``ApiClient`` (authentication, TLS and kubeconfig/in-cluster loading are
 the client's). Callers work with plain dicts in the wire format; every blocking call runs
-in a worker thread.
+in a worker thread. Failures are typed errors built from the server's ``Status``
+(``errors``); the client's own retries are off, so a timeout means what it says.
 """
 
 from __future__ import annotations
@@ -17,14 +18,9 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
-
-class KubeError(Exception):
-    """A Kubernetes API call failed; ``status`` is the HTTP code (0: no answer)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+from .errors import KubeError, Timeout, from_status
 
 
 def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
@@ -81,15 +77,16 @@ class Kube:
             resp = self.api.call_api(
                 m, url, header_params=headers, body=data, post_params=post, _request_timeout=timeout
             )
-        except (ApiException, Urllib3Error, OSError) as e:
-            raise KubeError(getattr(e, "status", 0) or 0, f"{method} {path}: {e}") from None
+        except ApiException as e:
+            raise from_status(e.status or 0, e.body, f"{method} {path}", str(e.reason or e)) from None
+        except Urllib3Timeout as e:
+            raise Timeout(0, f"no answer within {timeout:g}s ({e})", request=f"{method} {path}") from None
+        except (Urllib3Error, OSError) as e:
+            if isinstance(getattr(e, "reason", None), Urllib3Timeout):
+                raise Timeout(0, f"no answer within {timeout:g}s ({e})", request=f"{method} {path}") from None
+            raise KubeError(0, str(e), request=f"{method} {path}") from None
         if not 200 <= resp.status < 300:
-            text = resp.read() or b""
-            try:
-                message = json.loads(text).get("message") or resp.reason
-            except ValueError:
-                message = resp.reason
-            raise KubeError(resp.status, f"{method} {path}: {message}")
+            raise from_status(resp.status, resp.read() or b"", f"{method} {path}", str(resp.reason))
         return resp
 
     def _call(
@@ -139,11 +136,6 @@ class Kube:
                     if line.strip():
                         yield json.loads(line)
         except (Urllib3Error, OSError) as e:
-            raise KubeError(0, f"watch {path}: {e}") from None
+            raise KubeError(0, str(e), request=f"watch {path}") from None
         finally:
             stream.release_conn()
-
-
-def resource_path(group: str, version: str, resource: str, namespace: str | None = None) -> str:
-    base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
-    return f"{base}/namespaces/{namespace}/{resource}" if namespace else f"{base}/{resource}"

@@ -1,0 +1,19 @@
+"""The Kubernetes edge: the one place either process talks to the Kubernetes API.
+
+* ``client`` -- ``Kube``: raw-path get/post/put/watch over the official client's auth and
+  TLS, off the event loop, with no hidden retries; ``load`` builds it from a kubeconfig or
+  the in-cluster config.
+* ``errors`` -- ``KubeError`` and its typed kinds (``NotFound``, ``Conflict``,
+  ``Forbidden``, ...), built from the ``Status`` object the API server answers with, so
+  callers branch on its ``reason`` and ``code``, never on message text.
+* ``informer`` -- one list+watch cache with client-go-style named indexes (by namespace,
+  by label) and a transform that keeps only what its reader needs.
+* ``resources`` -- pure: the table of well-known resources (group, version, kind, plural,
+  singular, scope) and ``GroupVersion`` parsing; the engine may use it.
+* ``discovery`` -- ``RESTMapper``: kinds to resources and scale subresources through API
+  discovery, the well-known table first.
+
+Nothing outside this package imports the ``kubernetes`` client (an import contract says
+so). Import from the submodules; this file imports nothing, so that importing the pure
+``resources`` pulls in no I/O library.
+"""
