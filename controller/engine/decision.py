@@ -1,0 +1,91 @@
+"""What one reconcile returns, and how the HPA status is composed (upstream's setStatus).
+
+``Decision`` is the engine's output as plain data: the replica count, whether to rescale,
+the status to write, the events to emit and the memory (history) for the next reconcile;
+``to_wire`` is the JSON ``python -m controller decide`` prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from shared.durations import format_time
+
+from . import behavior as bh
+from .metrics import MetricsResult
+from .model import JSON, Event, History
+
+
+@dataclass
+class Decision:
+    desired_replicas: int
+    rescale: bool
+    status: JSON
+    events: list[Event]
+    history: History
+    # for metrics and --explain
+    current_replicas: int | None = None
+    action: str = "none"  # scale_up | scale_down | none
+    error: str = "none"  # spec | internal | none
+    metrics: MetricsResult | None = None
+    normalized: bh.Normalized | None = None
+    notes: list[str] = field(default_factory=list)
+    rescale_reason: str = ""
+
+    def to_wire(self) -> JSON:
+        return {
+            "desiredReplicas": self.desired_replicas,
+            "rescale": self.rescale,
+            "status": self.status,
+            "events": [e.to_wire() for e in self.events],
+            "history": history_to_wire(self.history),
+        }
+
+
+def history_to_wire(h: History) -> JSON:
+    out: JSON = {}
+    if h.recommendations is not None:
+        out["recommendations"] = [
+            {"replicas": r.replicas, "timestamp": format_time(r.timestamp)} for r in h.recommendations
+        ]
+    for key, events in (("scaleUpEvents", h.scale_up_events), ("scaleDownEvents", h.scale_down_events)):
+        out[key] = [
+            {
+                "replicaChange": e.replica_change,
+                "timestamp": format_time(e.timestamp),
+                **({"outdated": True} if e.outdated else {}),
+            }
+            for e in events
+        ]
+    return out
+
+
+def set_status(
+    status: JSON,
+    hpa: JSON,
+    current: int,
+    desired: int,
+    statuses: list[JSON] | None,
+    rescale: bool,
+    now: datetime,
+) -> None:
+    """setStatus: recreate the status, keeping conditions and lastScaleTime."""
+    conditions = status.get("conditions")
+    last_scale = status.get("lastScaleTime")
+    observed = status.get("observedGeneration")
+    status.clear()
+    generation = hpa.get("metadata", {}).get("generation")
+    if generation is not None:
+        status["observedGeneration"] = generation
+    elif observed is not None:
+        status["observedGeneration"] = observed
+    if rescale:
+        last_scale = format_time(now)
+    if last_scale is not None:
+        status["lastScaleTime"] = last_scale
+    status["currentReplicas"] = current
+    status["desiredReplicas"] = desired
+    if statuses:
+        status["currentMetrics"] = statuses
+    status["conditions"] = conditions
