@@ -292,7 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "check-config":
         c = check_parser().parse_args(args[1:])
-        return asyncio.run(check_config(c.config, c.prometheus_url, c.metrics_max_age))
+        prom = Prometheus(PrometheusSettings(c.prometheus_url), cache_ttl=0) if c.prometheus_url else None
+        return asyncio.run(check_config(c.config, prom, c.metrics_max_age))
     if args and args[0] == "serve":
         args = args[1:]
     a = serve_parser().parse_args(args)

@@ -20,7 +20,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from .config import Config
 from .health import Health, inflight_limiter, probe_routes
-from .prometheus import Prometheus, PrometheusTimeout, PrometheusUnavailable
+from .promapi import PrometheusAPI, PrometheusTimeout, PrometheusUnavailable
 from .promql import QueryError
 from .providers import ObjectLister, Providers
 from .registry import Registry
@@ -105,7 +105,7 @@ async def _dispatch(providers: Providers, req: MetricRequest) -> dict[str, Any]:
 
 def build_app(
     config: Config,
-    prometheus: Prometheus,
+    prometheus: PrometheusAPI,
     registry: Registry,
     *,
     relist_interval: float,
@@ -155,7 +155,7 @@ def build_app(
         finally:
             m.requests.labels(group, str(code)).inc()
             m.latency.labels(group).observe(time.monotonic() - start)
-            m.cache_hits.set(prometheus.cache_hits)
+            m.cache_hits.set(getattr(prometheus, "cache_hits", 0))
 
     async def own_metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(m.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from .config import ConfigError, Rule, load_config
 from .naming import ResourceMapper
-from .prometheus import Prometheus, PrometheusSettings, PrometheusUnavailable
+from .promapi import PrometheusAPI, PrometheusUnavailable
 from .promql import QueryError
 from .queries import ObjectQuery, custom_query, external_query
 from .registry import index_series
@@ -33,7 +33,7 @@ def _example(rule: Rule, metric: str, series: str, resource: object) -> str:
         return f"(cannot build a query: {e})"
 
 
-async def check_config(path: str, prometheus_url: str | None, max_age: timedelta) -> int:
+async def check_config(path: str, prom: PrometheusAPI | None, max_age: timedelta) -> int:
     try:
         config = load_config(path)
     except ConfigError as e:
@@ -43,9 +43,8 @@ async def check_config(path: str, prometheus_url: str | None, max_age: timedelta
         f"{path}: OK -- {len(config.rules)} custom rule(s), {len(config.external_rules)} external rule(s), "
         f"resource rules {'present' if config.resource_rules else 'absent'}"
     )
-    if not prometheus_url:
+    if prom is None:
         return 0
-    prom = Prometheus(PrometheusSettings(prometheus_url), cache_ttl=0)
     status = 0
     for rule in config.rules + config.external_rules:
         print(f"\n{rule.kind}[{rule.index}]: seriesQuery {rule.series_query}")

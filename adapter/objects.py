@@ -21,7 +21,7 @@ from shared.kube.resources import GroupVersion, by_plural
 from shared.selectors import Selector
 
 from .config import GroupResource
-from .prometheus import PrometheusUnavailable
+from .promapi import PrometheusUnavailable
 
 log = structlog.get_logger("adapter.objects")
 

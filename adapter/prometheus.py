@@ -20,7 +20,6 @@ query per distinct PromQL per TTL.
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -36,15 +35,10 @@ from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
+from .promapi import PrometheusTimeout, PrometheusUnavailable, Sample
+
 T = TypeVar("T")
-
-
-class PrometheusUnavailable(Exception):  # noqa: N818 - reads as a state: "Prometheus unavailable"
-    """Prometheus could not answer (down, refused, non-200); served as 503."""
-
-
-class PrometheusTimeout(PrometheusUnavailable):
-    """Prometheus did not answer within the deadline; served as 504."""
+__all__ = ["Prometheus", "PrometheusSettings", "PrometheusTimeout", "PrometheusUnavailable", "Sample"]
 
 
 _RETRYABLE_STATUS = re.compile(r"Status Code (502|503|504)\b")
@@ -64,13 +58,6 @@ class PrometheusSettings:
     retries: int = 1  # 0 or 1: one more attempt, only inside the deadline
     insecure_skip_verify: bool = False
     threads: int = 32  # concurrent Prometheus calls (each holds a thread while it waits)
-
-
-@dataclass(frozen=True)
-class Sample:
-    labels: dict[str, str]
-    value: float
-    timestamp: float
 
 
 class _BearerFromFile(requests.auth.AuthBase):
@@ -95,7 +82,7 @@ def _session(s: PrometheusSettings) -> requests.Session:
 
 
 class Prometheus:
-    """The adapter's only way to Prometheus."""
+    """The adapter's only way to Prometheus: ``promapi.PrometheusAPI`` over prometheus-api-client."""
 
     def __init__(
         self,
@@ -201,6 +188,17 @@ class Prometheus:
             ),
         )
 
+    @property
+    def url(self) -> str:
+        return self.settings.url
+
+    async def labels(self, match: str | None = None) -> list[str]:
+        params = {"match[]": match} if match else None
+        return [
+            str(n)
+            for n in await self._call("labels", lambda left: self._client.get_label_names(params=params))
+        ]
+
     async def ready(self) -> bool:
         try:
             return bool(
@@ -225,11 +223,6 @@ def _short(e: BaseException) -> str:
 def _sample(raw: dict[str, Any]) -> Sample:
     ts, value = raw.get("value", [0, "NaN"])
     return Sample(dict(raw.get("metric", {})), float(value), float(ts))
-
-
-def finite(value: float) -> float | None:
-    """NaN and +-Inf never reach the wire as quantities."""
-    return value if math.isfinite(value) else None
 
 
 async def gather_limited(calls: list[Callable[[], Awaitable[T]]], limit: int = 8) -> list[T]:

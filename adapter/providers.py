@@ -16,7 +16,7 @@ from shared.selectors import Selector
 
 from .config import Config, GroupResource
 from .naming import NAMESPACES, NODES, PODS
-from .prometheus import Prometheus, Sample
+from .promapi import PrometheusAPI, Sample
 from .queries import ObjectQuery, container_query, custom_query, external_query, node_query
 from .registry import Registry
 from .requests import BadRequest, MetricRequest, NotFound
@@ -58,7 +58,11 @@ def _selector_json(sel: Selector | None) -> dict[str, Any] | None:
 
 class Providers:
     def __init__(
-        self, config: Config, registry: Registry, prometheus: Prometheus, lister: ObjectLister | None = None
+        self,
+        config: Config,
+        registry: Registry,
+        prometheus: PrometheusAPI,
+        lister: ObjectLister | None = None,
     ) -> None:
         self.config, self.registry, self.prometheus, self.lister = config, registry, prometheus, lister
 

@@ -23,7 +23,7 @@ from cachetools import TTLCache
 
 from .config import Config, GroupResource, Rule
 from .naming import NamingError, ResourceMapper, metric_name
-from .prometheus import Prometheus
+from .promapi import PrometheusAPI
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def _may_produce(rule: Rule, metric: str) -> bool:
 
 class Registry:
     def __init__(
-        self, config: Config, prometheus: Prometheus, max_age: timedelta, negative_ttl: float = 10.0
+        self, config: Config, prometheus: PrometheusAPI, max_age: timedelta, negative_ttl: float = 10.0
     ) -> None:
         self.config = config
         self.prometheus = prometheus

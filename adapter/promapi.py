@@ -1,0 +1,55 @@
+"""What the adapter needs from Prometheus, as a small interface (pure).
+
+Providers, discovery (``registry``) and ``check-config`` depend on ``PrometheusAPI``, not
+on prometheus-api-client: the live implementation is ``prometheus.Prometheus`` (threads,
+deadline, cache, coalescing); a test double that replays recorded answers can stand in
+where a real Prometheus cannot be made to fail the way the test needs. The answers are
+plain values (``Sample``), and failures are two exceptions the HTTP layer turns into 503
+and 504 ``Status`` objects.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Protocol
+
+
+class PrometheusUnavailable(Exception):  # noqa: N818 - reads as a state: "Prometheus unavailable"
+    """Prometheus could not answer (down, refused, non-200); served as 503."""
+
+
+class PrometheusTimeout(PrometheusUnavailable):
+    """Prometheus did not answer within the deadline; served as 504."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    labels: dict[str, str]
+    value: float
+    timestamp: float
+
+
+class PrometheusAPI(Protocol):
+    """Instant queries, series and label names: everything the adapter asks Prometheus."""
+
+    @property
+    def url(self) -> str: ...
+
+    async def query(self, promql: str) -> list[Sample]:
+        """An instant query's vector (a scalar is one sample without labels)."""
+        ...
+
+    async def series(self, match: str, max_age: timedelta) -> list[dict[str, str]]:
+        """The label sets of the series matching ``match`` seen within ``max_age``."""
+        ...
+
+    async def labels(self, match: str | None = None) -> list[str]:
+        """Label names (of the series matching ``match``, when given)."""
+        ...
+
+
+def finite(value: float) -> float | None:
+    """NaN and +-Inf never reach the wire as quantities."""
+    return value if math.isfinite(value) else None

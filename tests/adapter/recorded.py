@@ -1,0 +1,33 @@
+"""A recorded-answer Prometheus (``adapter.promapi.PrometheusAPI``), for the pure unit tests
+and for failures a real Prometheus cannot be made to produce on demand: it answers each
+query from a table, records what it was asked, and raises what it is told to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from adapter.promapi import PrometheusUnavailable, Sample
+
+
+@dataclass
+class RecordedPrometheus:
+    answers: dict[str, list[Sample]] = field(default_factory=dict)  # PromQL -> vector
+    series_answers: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    failure: PrometheusUnavailable | None = None
+    asked: list[str] = field(default_factory=list)
+    url: str = "recorded://prometheus"
+
+    async def query(self, promql: str) -> list[Sample]:
+        self.asked.append(promql)
+        if self.failure is not None:
+            raise self.failure
+        return list(self.answers.get(promql, []))
+
+    async def series(self, match: str, max_age: timedelta) -> list[dict[str, str]]:
+        if self.failure is not None:
+            raise self.failure
+        return list(self.series_answers.get(match, []))
+
+    async def labels(self, match: str | None = None) -> list[str]:
+        return sorted({k for s in self.series_answers.values() for labels in s for k in labels})
