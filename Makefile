@@ -1,12 +1,13 @@
 # promhpa -- one command to set up and run each job on a fresh machine.
-#   make test   virtualenv + install + ruff + mypy + import contracts + the whole test suite
-#   make demo   virtualenv + install + decide the example snapshots with explanations
+#   make test   virtualenv + install + lint + the cluster tools (built once) + every test
+#   make demo   virtualenv + install + the cluster tools + the whole story on a local control plane
+#   make unit   virtualenv + install + the pure tests (no cluster, no Prometheus, no build): seconds
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv lint test demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-controller clean
+.PHONY: venv lint unit test demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-controller clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +23,10 @@ lint: venv
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# The inner loop: pure tests only (the engine, parsing, PromQL, paths); builds nothing.
+unit: venv
+	$(BIN)/pytest -q -m "not cluster and not tools and not slow"
+
 # The cluster tools are built before pytest so a cold build (25-45 min) shows its progress.
 test: lint cluster-tools
 	$(BIN)/pytest
@@ -32,7 +37,7 @@ conformance: venv
 # The whole story: control plane, Prometheus, a demo app, adapter and controller; the HPA
 # scales up with the load and back down; everything is stopped at the end.
 demo: venv cluster-tools
-	$(BIN)/python hack/demo.py
+	$(BIN)/python -m localcluster.demo
 
 # Offline: decide the example snapshots and explain each decision.
 examples: venv
@@ -44,18 +49,18 @@ cluster-tools:
 
 # A real control plane on 127.0.0.1 (state, logs and kubeconfig in .cluster/); returns when ready.
 cluster: venv cluster-tools
-	$(BIN)/python hack/localcluster.py up --dir .cluster
+	$(BIN)/python -m localcluster up --dir .cluster
 
 cluster-down: venv
-	$(BIN)/python hack/localcluster.py down --dir .cluster
+	$(BIN)/python -m localcluster down --dir .cluster
 
 # Serving and discovery figures against a real Prometheus, printed as a table (loopback only).
 bench-adapter: venv cluster-tools
-	$(BIN)/python benchmarks/bench_adapter.py
+	$(BIN)/python -m benchmarks.bench_adapter
 
 # N HPAs (100, 1,000, 2,000) with 10 kwok pods each on the local control plane; prints a table.
 bench-controller: venv cluster-tools
-	$(BIN)/python benchmarks/bench_controller.py
+	$(BIN)/python -m benchmarks.bench_controller
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

@@ -1,6 +1,6 @@
 """Adapter benchmark: serving latency/throughput and discovery cost, against a real Prometheus.
 
-    make bench-adapter        (or: python benchmarks/bench_adapter.py [--quick])
+    make bench-adapter        (or: python -m benchmarks.bench_adapter [--quick])
 
 * serving: ``pods/*/<metric>?labelSelector=app=web`` over 100 and 1,000 pods, cold (query
   cache off: every request reaches Prometheus) and cached (identical queries reuse the
@@ -27,15 +27,13 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from adapter.app import build_app  # noqa: E402
-from adapter.config import GroupResource, parse_config  # noqa: E402
-from adapter.prometheus import Prometheus, PrometheusSettings  # noqa: E402
-from adapter.registry import Registry  # noqa: E402
-from shared.selectors import Selector  # noqa: E402
-from tests.support import Exporter, PrometheusProcess, prometheus_binary, wait_until  # noqa: E402
+from adapter.app import build_app
+from adapter.config import GroupResource, parse_config
+from adapter.prometheus import Prometheus, PrometheusSettings
+from adapter.registry import Registry
+from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
+from localcluster.tools import wait_until
+from shared.selectors import Selector
 
 CONFIG = """
 rules:
@@ -122,7 +120,7 @@ def main() -> int:
     requests = 200 if a.quick else 1000
     exporter = Exporter()
     work = Path(tempfile.mkdtemp(prefix="promhpa-bench-"))
-    prom = PrometheusProcess(prometheus_binary(), work, exporter.port)
+    prom = PrometheusProcess(str(prometheus_path()), work, exporter.port)
     rows: list[str] = []
     try:
         for i in range(1000):

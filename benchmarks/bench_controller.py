@@ -21,23 +21,15 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "hack"))
-
-import localcluster  # noqa: E402
-
-from tests.support import (  # noqa: E402
-    Exporter,
-    PrometheusProcess,
-    free_port,
-    prometheus_binary,
+import localcluster
+from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
+from localcluster.promhpa import (
     register_and_start_adapter,
     start_controller_process,
     stop_adapter,
     stop_process,
-    wait_until,
 )
+from localcluster.tools import free_port, wait_until
 
 RULES = """
 externalRules:
@@ -208,7 +200,7 @@ def main() -> int:
     ]
     try:
         cluster.up()
-        prometheus = PrometheusProcess(prometheus_binary(), work, exporter.port)
+        prometheus = PrometheusProcess(str(prometheus_path()), work, exporter.port)
         prometheus.start()
         exporter.set(f'bench_queue_depth{{namespace="{NS}",queue="seed"}}', 0)
         wait_until(lambda: prometheus.query("bench_queue_depth") != [], timeout=60, what="scrape")

@@ -7,16 +7,11 @@ that need it skip with a message saying how to enable them.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "hack"))
-
-import localcluster  # noqa: E402
+import localcluster
 
 
 @pytest.fixture(scope="session")

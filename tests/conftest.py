@@ -14,6 +14,19 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFORMANCE = Path(os.environ.get("PROMHPA_CONFORMANCE", ROOT.parent / "shared" / "conformance"))
 
 
+# what a test needs, read from the fixtures it uses: `make unit` runs only what needs none
+NEEDS_TOOLS = {"prometheus", "exporter", "own_prometheus"}  # binaries from `make cluster-tools`
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "cluster" in fixtures:
+            item.add_marker(pytest.mark.cluster)
+        if fixtures & NEEDS_TOOLS or item.nodeid.startswith("tests/charts/"):
+            item.add_marker(pytest.mark.tools)
+
+
 @pytest.fixture(scope="session")
 def conformance_dir() -> Path:
     if not (CONFORMANCE / "hpa").is_dir():

@@ -25,6 +25,8 @@ from tests.support import (
     wait_until,
 )
 
+pytestmark = pytest.mark.slow
+
 CONFIG = """
 externalRules:
 - seriesQuery: '{__name__="deadline_queue"}'

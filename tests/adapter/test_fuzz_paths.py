@@ -31,6 +31,8 @@ import pytest
 
 from tests.support import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
 
+pytestmark = pytest.mark.slow
+
 REQUESTS = int(os.environ.get("PROMHPA_FUZZ_REQUESTS", "10000"))
 SEED = int(os.environ.get("PROMHPA_FUZZ_SEED", "20261123"))
 CONFIG = """

@@ -21,6 +21,8 @@ from tests.support import (
     wait_until,
 )
 
+pytestmark = pytest.mark.slow
+
 CONFIG = """
 externalRules:
 - seriesQuery: '{__name__="overload_queue"}'

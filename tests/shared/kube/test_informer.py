@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from localcluster import Cluster
 
+from localcluster import Cluster
 from shared.kube.client import Kube, load
 from shared.kube.informer import Informer, without_managed_fields
 from shared.selectors import parse
@@ -78,3 +78,23 @@ def test_select_through_the_label_index_equals_a_full_scan(cluster: Cluster) -> 
     finally:
         informer.stop()
         cluster.kubectl("delete", "namespace", NS, "--wait=false")
+
+
+def test_select_across_namespaces_and_by_named_index(cluster: Cluster) -> None:
+    for ns in ("idx-a", "idx-b"):
+        cluster.kubectl("create", "namespace", ns, check=False)
+        cluster.kubectl("-n", ns, "create", "configmap", "cfg", "--from-literal=k=v")
+        cluster.kubectl("-n", ns, "label", "configmap", "cfg", f"home={ns}")
+    kube = Kube(load(str(cluster.kubeconfig)))
+    informer = Informer(kube, "/api/v1/configmaps").start()
+    try:
+        assert informer.synced.wait(30)
+        wait_until(lambda: len(informer.select(None, parse("home"))) == 2, what="both labelled configmaps")
+        assert sorted(o["metadata"]["namespace"] for o in informer.select(None, parse("home"))) == [
+            "idx-a",
+            "idx-b",
+        ]
+        assert names(informer.by_index("namespace", "idx-a")) == ["cfg", "kube-root-ca.crt"]
+        assert names(informer.by_index("label", ("idx-b", "home", "idx-b"))) == ["cfg"]
+    finally:
+        informer.stop()

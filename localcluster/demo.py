@@ -1,5 +1,4 @@
-#!/usr/bin/env python3
-"""promhpa end to end on this machine: `make demo`.
+"""promhpa end to end on this machine: `make demo` (``python -m localcluster.demo``).
 
 Brings up the local control plane (kube-apiserver, controller-manager without its HPA
 controller, scheduler, kwok nodes), Prometheus, a demo app whose request rate has a knob
@@ -16,25 +15,19 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "hack"))
-
-import localcluster  # noqa: E402
-
-from tests.support import (  # noqa: E402
-    Exporter,
-    PrometheusProcess,
-    prometheus_binary,
+import localcluster
+from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
+from localcluster.promhpa import (
     register_and_start_adapter,
     start_controller_process,
     stop_adapter,
     stop_process,
-    wait_until,
 )
+from localcluster.tools import wait_until
 
 NS, APP = "demo", "shop"
 RULES = """
@@ -130,7 +123,7 @@ def main() -> int:
     try:
         cluster.up()
         print("2. starting Prometheus, the demo app's metrics, promhpa's adapter and controller", flush=True)
-        prometheus = PrometheusProcess(prometheus_binary(), work, exporter.port)
+        prometheus = PrometheusProcess(str(prometheus_path()), work, exporter.port)
         prometheus.start()
         cluster.kubectl("create", "namespace", NS)
         cluster.kubectl("-n", NS, "create", "deployment", APP, "--image=example.invalid/shop", "--replicas=1")
@@ -151,7 +144,7 @@ def main() -> int:
         cluster.kubectl("apply", "-f", "-", input=json.dumps(HPA))
         print("3. HPA: Deployment shop, 1..8 replicas, target 10 requests/s per pod\n", flush=True)
         started = time.monotonic()
-        phases = [
+        phases: list[tuple[int, str, Callable[[int, int], bool]]] = [
             (5, "steady load", lambda c, d: time.monotonic() - started > 12),
             (65, "load rises to 65 req/s: expect 7 pods", lambda c, d: c >= 7 and len(app.pods()) >= 7),
             (8, "load falls to 8 req/s: expect 1 pod after the 15s window", lambda c, d: c == 1),

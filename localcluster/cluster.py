@@ -1,223 +1,25 @@
-#!/usr/bin/env python3
-"""A real Kubernetes control plane on 127.0.0.1: etcd, kube-apiserver (aggregation layer,
-RBAC), kube-controller-manager (its HPA controller disabled), kube-scheduler, kwok with
-fake nodes, and Prometheus.
-
-    python hack/localcluster.py up   [--dir .cluster]   start it and return; prints how to use it
-    python hack/localcluster.py down [--dir .cluster]   stop exactly what `up` started, by PID
-    python hack/localcluster.py status [--dir .cluster]
-
-The same ``Cluster`` class backs the pytest fixture. Binaries come from hack/build-tools.sh
-(built once, cached by version). Every process binds to 127.0.0.1 on a free port; state,
-certificates, logs and PIDs live in the state directory. Only PIDs recorded in it are ever
-signalled, and only while their command line is still the one we started.
-"""
+"""The control plane's processes: start, wait for readiness, restart and stop -- by PID,
+only what this state directory started (see the package docstring)."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import datetime as dt
-import ipaddress
 import json
 import os
 import signal
-import socket
 import ssl
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.hazmat.primitives import serialization
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _versions() -> dict[str, str]:
-    """hack/versions.env, the one list of component versions; the environment overrides it."""
-    out: dict[str, str] = {}
-    for line in (ROOT / "hack" / "versions.env").read_text().splitlines():
-        key, sep, value = line.partition("=")
-        if sep and not key.startswith("#"):
-            out[key.strip()] = os.environ.get(key.strip()) or value.strip()
-    return out
-
-
-_V = _versions()
-K8S_VERSION, ETCD_VERSION, KWOK_VERSION, HELM_VERSION = (
-    _V["K8S_VERSION"],
-    _V["ETCD_VERSION"],
-    _V["KWOK_VERSION"],
-    _V["HELM_VERSION"],
-)
-FAKE_NODES = ("kwok-node-0", "kwok-node-1", "kwok-node-2")
-
-
-def log(msg: str) -> None:
-    print(f"[cluster {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-class ClusterError(RuntimeError):
-    """The control plane could not be started; the message says which part and where its log is."""
-
-
-def cache_bin() -> Path:
-    return Path(os.environ.get("PROMHPA_CACHE", Path.home() / ".cache" / "promhpa")) / "bin"
-
-
-def tools_cached() -> bool:
-    """True when every binary is already built (so bring-up takes seconds, not a cold build)."""
-    b = Binaries(cache_bin())
-    names = ("etcd", "apiserver", "controller_manager", "scheduler", "kubectl", "kwok", "helm", "prometheus")
-    return all(Path(getattr(b, n)).exists() for n in names)
-
-
-def tools_dir() -> Path:
-    """Build (or find cached) binaries; returns the cache's bin directory."""
-    out = subprocess.run(
-        [str(ROOT / "hack" / "build-tools.sh")], stdout=subprocess.PIPE, text=True, check=False
-    )
-    if out.returncode != 0:
-        raise ClusterError("hack/build-tools.sh failed (see its output above)")
-    return Path(out.stdout.strip().splitlines()[-1])
-
-
-@dataclass
-class Binaries:
-    bin: Path
-
-    def __getattr__(self, name: str) -> str:
-        table = {
-            "etcd": f"etcd-{ETCD_VERSION}/etcd",
-            "apiserver": f"k8s-{K8S_VERSION}/kube-apiserver",
-            "controller_manager": f"k8s-{K8S_VERSION}/kube-controller-manager",
-            "scheduler": f"k8s-{K8S_VERSION}/kube-scheduler",
-            "kubectl": f"k8s-{K8S_VERSION}/kubectl",
-            "kwok": f"kwok-{KWOK_VERSION}/kwok",
-            "helm": f"helm-{HELM_VERSION}/helm",
-            "prometheus": "prometheus-debian/prometheus",
-        }
-        if name not in table:
-            raise AttributeError(name)
-        return str(self.bin / table[name])
-
-    @property
-    def kwok_stages(self) -> list[str]:
-        stage = self.bin / f"kwok-{KWOK_VERSION}" / "stage"
-        return [
-            str(stage / p)
-            for p in (
-                "node/fast/node-initialize.yaml",
-                "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
-                "pod/fast/pod-ready.yaml",
-                "pod/fast/pod-complete.yaml",
-                "pod/fast/pod-delete.yaml",
-            )
-        ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-# --- certificates -----------------------------------------------------------------------
-
-
-def _key() -> rsa.RSAPrivateKey:
-    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
-
-
-def _write(path: Path, key: rsa.RSAPrivateKey | None, cert: x509.Certificate | None) -> None:
-    if key is not None:
-        path.with_suffix(".key").write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.TraditionalOpenSSL,
-                serialization.NoEncryption(),
-            )
-        )
-        path.with_suffix(".key").chmod(0o600)
-    if cert is not None:
-        path.with_suffix(".crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-
-
-def make_ca(path: Path, cn: str) -> tuple[rsa.RSAPrivateKey, x509.Certificate]:
-    key = _key()
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(now + dt.timedelta(days=365))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    _write(path, key, cert)
-    return key, cert
-
-
-def issue(
-    path: Path,
-    ca: tuple[rsa.RSAPrivateKey, x509.Certificate],
-    cn: str,
-    orgs: tuple[str, ...] = (),
-    dns: tuple[str, ...] = (),
-    ips: tuple[str, ...] = (),
-    server: bool = False,
-) -> None:
-    key = _key()
-    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)] + [
-        x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs
-    ]
-    now = dt.datetime.now(dt.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name(attrs))
-        .issuer_name(ca[1].subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(now + dt.timedelta(days=365))
-        .add_extension(
-            x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
-            ),
-            critical=False,
-        )
-    )
-    if dns or ips:
-        sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
-        sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
-        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-    _write(path, key, builder.sign(ca[0], hashes.SHA256()))
-
+from .kwok import fake_node
+from .pki import _key, _write, issue, make_ca
+from .tools import FAKE_NODES, Binaries, ClusterError, free_port, log, tools_dir
 
 # --- processes ----------------------------------------------------------------------------
 
@@ -589,7 +391,7 @@ class Cluster:
             ],
         )
         for node in FAKE_NODES:
-            self.kubectl("apply", "-f", "-", input=json.dumps(_fake_node(node)))
+            self.kubectl("apply", "-f", "-", input=json.dumps(fake_node(node)))
         self._wait("kwok", self._nodes_ready, timeout=90)
         self._wait("scheduler", lambda: self._https_ok(p["scheduler"], "/healthz", verify=False))
         self._wait(
@@ -691,141 +493,6 @@ class Cluster:
         )
 
 
-ADAPTER_APIS = (
-    ("v1beta2", "custom.metrics.k8s.io", 100),
-    ("v1beta1", "custom.metrics.k8s.io", 100),
-    ("v1beta1", "external.metrics.k8s.io", 100),
-)
-
-
-def adapter_manifests(
-    namespace: str, service: str, port: int, ca_bundle_pem: bytes, resource_metrics: bool = False
-) -> list[dict[str, object]]:
-    """What a cluster needs to reach an adapter running on this host, as a cluster would do it.
-
-    Endpoints may not hold loopback addresses and there is no kube-proxy, so the Service is
-    an ExternalName pointing at 127.0.0.1; the aggregator dials it on ``port`` and verifies
-    the serving certificate against ``caBundle`` for ``<service>.<namespace>.svc``.
-    """
-    import base64
-
-    ca = base64.b64encode(ca_bundle_pem).decode()
-    apis = list(ADAPTER_APIS) + ([("v1beta1", "metrics.k8s.io", 100)] if resource_metrics else [])
-    objs: list[dict[str, object]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": service, "namespace": namespace}},
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": service, "namespace": namespace},
-            "spec": {
-                "type": "ExternalName",
-                "externalName": "127.0.0.1",
-                "ports": [{"port": port, "protocol": "TCP"}],
-            },
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": f"{service}:system:auth-delegator"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": "system:auth-delegator",
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": service, "namespace": namespace}],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": f"{service}-auth-reader", "namespace": "kube-system"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": "extension-apiserver-authentication-reader",
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": service, "namespace": namespace}],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": f"{service}-resource-reader"},
-            "rules": [
-                {
-                    "apiGroups": ["", "apps", "batch"],
-                    "verbs": ["get", "list", "watch"],
-                    "resources": [
-                        "pods",
-                        "namespaces",
-                        "nodes",
-                        "services",
-                        "deployments",
-                        "statefulsets",
-                        "replicasets",
-                        "daemonsets",
-                        "jobs",
-                    ],
-                }
-            ],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": f"{service}-resource-reader"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": f"{service}-resource-reader",
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": service, "namespace": namespace}],
-        },
-    ]
-    for version, group, priority in apis:
-        objs.append(
-            {
-                "apiVersion": "apiregistration.k8s.io/v1",
-                "kind": "APIService",
-                "metadata": {"name": f"{version}.{group}"},
-                "spec": {
-                    "group": group,
-                    "version": version,
-                    "groupPriorityMinimum": priority,
-                    "versionPriority": 200 if version == "v1beta2" else 100,
-                    "caBundle": ca,
-                    "service": {"name": service, "namespace": namespace, "port": port},
-                },
-            }
-        )
-    return objs
-
-
-def service_account_kubeconfig(cluster: Cluster, namespace: str, name: str, path: Path) -> Path:
-    """A kubeconfig that acts as a ServiceAccount (a bound token), so RBAC applies for real."""
-    token = cluster.kubectl("-n", namespace, "create", "token", name, "--duration=2h").stdout.strip()
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": name,
-                "clusters": [
-                    {
-                        "name": "local",
-                        "cluster": {
-                            "server": cluster.server,
-                            "certificate-authority": str(cluster.pki / "ca.crt"),
-                        },
-                    }
-                ],
-                "users": [{"name": name, "user": {"token": token}}],
-                "contexts": [{"name": name, "context": {"cluster": "local", "user": name}}],
-            }
-        )
-    )
-    path.chmod(0o600)
-    return path
-
-
 def _reap(pid: int) -> None:
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
@@ -835,68 +502,3 @@ def _rmtree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
-
-
-def _fake_node(name: str) -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-            "labels": {
-                "type": "kwok",
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-            },
-        },
-        # room for the controller benchmark's 20,000 pods: at the kubelet default of 110 pods
-        # per node, three nodes stop scheduling at 330 pods
-        "status": {
-            "allocatable": {"cpu": "1000", "memory": "4Ti", "pods": "8000"},
-            "capacity": {"cpu": "1000", "memory": "4Ti", "pods": "8000"},
-        },
-    }
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("command", choices=("up", "down", "status", "env"))
-    ap.add_argument("--dir", type=Path, default=ROOT / ".cluster", help="state directory (default .cluster)")
-    a = ap.parse_args(argv)
-    directory = a.dir.resolve()
-    if a.command == "up":
-        c = Cluster(directory)
-        try:
-            c.up()
-        except ClusterError as e:
-            log(f"could not start the cluster: {e}")
-            return 1
-        print(c.env_text(), end="")
-        print(
-            f"\nThe cluster is running. Use it with:\n  export KUBECONFIG={c.kubeconfig}\n"
-            f"  {c.bins.kubectl if c.bins else 'kubectl'} get nodes\nStop it with: make cluster-down"
-        )
-        return 0
-    existing = Cluster.load(directory)
-    if a.command == "down":
-        if existing is None:
-            log(f"no cluster state in {directory}; nothing to stop")
-            return 0
-        existing.down()
-        log("stopped")
-        return 0
-    if existing is None:
-        print("not running")
-        return 1 if a.command == "status" else 0
-    if a.command == "env":
-        print(existing.env_text(), end="")
-        return 0
-    for name in existing.pids:
-        print(f"{name:20s} pid {existing.pids[name]:>7d}  {'running' if existing._alive(name) else 'DEAD'}")
-    return 0 if existing.running() else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

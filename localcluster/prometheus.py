@@ -1,0 +1,99 @@
+"""A real Prometheus for tests, benchmarks and the demo: an exporter whose series the
+caller sets, and a Prometheus process scraping it every second, on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from .tools import Binaries, cache_bin, free_port, wait_http
+
+
+class Exporter:
+    """A /metrics endpoint whose series the test sets."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, str] = {}
+        exporter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = ("\n".join(f"{k} {v}" for k, v in exporter.lines.items()) + "\n").encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def set(self, series: str, value: float | str) -> None:
+        self.lines[series] = str(value)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@dataclass
+class PrometheusProcess:
+    binary: str
+    directory: Path
+    target_port: int
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        cfg = self.directory / "prometheus.yml"
+        cfg.write_text(
+            "global: {scrape_interval: 1s, evaluation_interval: 1s}\nscrape_configs:\n"
+            "- job_name: test\n  honor_labels: true\n"
+            f"  static_configs: [{{targets: ['127.0.0.1:{self.target_port}']}}]\n"
+        )
+        log = open(self.directory / "prometheus.log", "ab")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen(
+            [
+                self.binary,
+                f"--config.file={cfg}",
+                f"--storage.tsdb.path={self.directory / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        wait_http(f"{self.url}/-/ready", what="prometheus")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+        self.proc = None
+
+    def query(self, promql: str) -> list[Any]:
+        url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return list(json.loads(r.read())["data"]["result"])
+
+
+def prometheus_path() -> Path:
+    """Where hack/build-tools.sh puts Prometheus (it may not be built yet)."""
+    return Path(Binaries(cache_bin()).prometheus)

@@ -1,0 +1,208 @@
+"""promhpa's own processes on the local cluster: the adapter (optionally registered with the
+aggregation layer) and the controller, started and stopped for tests, benchmarks and the demo."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .cluster import Cluster
+from .manifests import adapter_manifests, service_account_kubeconfig
+from .prometheus import PrometheusProcess
+from .tools import ROOT, free_port, wait_http, wait_until
+
+
+@dataclass
+class AdapterProcess:
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+    ctx: ssl.SSLContext
+    health_port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def get(self, path: str) -> tuple[int, dict[str, Any]]:
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=15, context=self.ctx) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            with e:  # an error response holds its socket until closed
+                return e.code, json.loads(e.read())
+
+    def text(self, path: str) -> str:
+        with urllib.request.urlopen(self.url + path, timeout=10, context=self.ctx) as r:
+            return str(r.read().decode())
+
+
+def start_adapter(
+    directory: Path,
+    prometheus_url: str,
+    config: str,
+    *extra: str,
+    insecure: bool = True,
+    port: int | None = None,
+) -> AdapterProcess:
+    cfg = directory / "adapter.yaml"
+    cfg.write_text(config)
+    port = port or free_port()
+    health_port = free_port()
+    log = directory / "adapter.log"
+    out = open(log, "ab")  # noqa: SIM115 - owned by the child
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "adapter",
+            *(["--insecure-skip-auth"] if insecure else []),
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--health-port={health_port}",
+            f"--prometheus-url={prometheus_url}",
+            f"--config={cfg}",
+            f"--cert-dir={directory / 'certs'}",
+            "--log-format=console",
+            *extra,
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+    )
+    out.close()
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # the test trusts the adapter's fresh self-signed certificate
+    a = AdapterProcess(port, proc, log, ctx, health_port)
+    try:
+        wait_http(f"{a.url}/readyz", "adapter", timeout=30, context=ctx)
+    except AssertionError:
+        stop_adapter(a)
+        raise AssertionError("adapter did not become ready:\n" + log.read_text()[-3000:]) from None
+    return a
+
+
+def stop_adapter(a: AdapterProcess) -> None:
+    if a.proc.poll() is None:
+        a.proc.terminate()
+        try:
+            a.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            a.proc.kill()
+            a.proc.wait()
+
+
+def register_and_start_adapter(
+    cluster: Cluster, prometheus: PrometheusProcess, work: Path, config: str, *extra: str
+) -> AdapterProcess:
+    """The adapter registered as a cluster would do it, running with its ServiceAccount's token."""
+    import json as _json
+
+    from adapter.tls import self_signed
+
+    port = free_port()
+    cert, key = self_signed(work / "certs", ["promhpa-adapter.promhpa.svc"])
+    manifests = adapter_manifests(
+        "promhpa", "promhpa-adapter", port, cert.read_bytes(), resource_metrics=True
+    )
+    cluster.kubectl(
+        "apply", "-f", "-", input=_json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests})
+    )
+    kubeconfig = service_account_kubeconfig(
+        cluster, "promhpa", "promhpa-adapter", work / "adapter.kubeconfig"
+    )
+    a = start_adapter(
+        work,
+        prometheus.url,
+        config,
+        f"--kubeconfig={kubeconfig}",
+        f"--tls-cert-file={cert}",
+        f"--tls-private-key-file={key}",
+        "--query-cache-ttl=0s",
+        *extra,
+        insecure=False,
+        port=port,
+    )
+
+    def available() -> bool:
+        out = _json.loads(cluster.kubectl("get", "apiservices", "-o", "json").stdout)["items"]
+        mine = [s for s in out if s["spec"].get("service")]
+        return len(mine) == 4 and all(
+            any(
+                c["type"] == "Available" and c["status"] == "True"
+                for c in s.get("status", {}).get("conditions", [])
+            )
+            for s in mine
+        )
+
+    try:
+        wait_until(available, timeout=60, what="APIServices Available")
+    except AssertionError:
+        stop_adapter(a)
+        raise
+    return a
+
+
+def start_controller_process(kubeconfig: Path, log: Path, *flags: str) -> subprocess.Popen[bytes]:
+    """`python -m controller run` on loopback with its output appended to ``log``."""
+    out = open(log, "ab")  # noqa: SIM115 - owned by the child
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "controller",
+            "run",
+            f"--kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            *(flags if any(f.startswith("--port=") for f in flags) else (*flags, f"--port={free_port()}")),
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+    )
+    out.close()
+    return proc
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15) -> None:
+    """SIGTERM (a clean stop: the controller hands its Lease over), then SIGKILL."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def cpu_deployment(namespace: str, name: str, request: str = "100m") -> dict[str, Any]:
+    """A one-replica Deployment whose container requests CPU (for Resource metrics)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": f"example.invalid/{name}",
+                            "resources": {"requests": {"cpu": request}},
+                        }
+                    ]
+                },
+            },
+        },
+    }

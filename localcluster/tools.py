@@ -1,0 +1,129 @@
+"""Where the real components come from: versions (hack/versions.env), the binary cache,
+the build script, free loopback ports, and the one error type of the package."""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _versions() -> dict[str, str]:
+    """hack/versions.env, the one list of component versions; the environment overrides it."""
+    out: dict[str, str] = {}
+    for line in (ROOT / "hack" / "versions.env").read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and not key.startswith("#"):
+            out[key.strip()] = os.environ.get(key.strip()) or value.strip()
+    return out
+
+
+_V = _versions()
+K8S_VERSION, ETCD_VERSION, KWOK_VERSION, HELM_VERSION = (
+    _V["K8S_VERSION"],
+    _V["ETCD_VERSION"],
+    _V["KWOK_VERSION"],
+    _V["HELM_VERSION"],
+)
+FAKE_NODES = ("kwok-node-0", "kwok-node-1", "kwok-node-2")
+
+
+def log(msg: str) -> None:
+    print(f"[cluster {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class ClusterError(RuntimeError):
+    """The control plane could not be started; the message says which part and where its log is."""
+
+
+def cache_bin() -> Path:
+    return Path(os.environ.get("PROMHPA_CACHE", Path.home() / ".cache" / "promhpa")) / "bin"
+
+
+def tools_cached() -> bool:
+    """True when every binary is already built (so bring-up takes seconds, not a cold build)."""
+    b = Binaries(cache_bin())
+    names = ("etcd", "apiserver", "controller_manager", "scheduler", "kubectl", "kwok", "helm", "prometheus")
+    return all(Path(getattr(b, n)).exists() for n in names)
+
+
+def tools_dir() -> Path:
+    """Build (or find cached) binaries; returns the cache's bin directory."""
+    out = subprocess.run(
+        [str(ROOT / "hack" / "build-tools.sh")], stdout=subprocess.PIPE, text=True, check=False
+    )
+    if out.returncode != 0:
+        raise ClusterError("hack/build-tools.sh failed (see its output above)")
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+@dataclass
+class Binaries:
+    bin: Path
+
+    def __getattr__(self, name: str) -> str:
+        table = {
+            "etcd": f"etcd-{ETCD_VERSION}/etcd",
+            "apiserver": f"k8s-{K8S_VERSION}/kube-apiserver",
+            "controller_manager": f"k8s-{K8S_VERSION}/kube-controller-manager",
+            "scheduler": f"k8s-{K8S_VERSION}/kube-scheduler",
+            "kubectl": f"k8s-{K8S_VERSION}/kubectl",
+            "kwok": f"kwok-{KWOK_VERSION}/kwok",
+            "helm": f"helm-{HELM_VERSION}/helm",
+            "prometheus": "prometheus-debian/prometheus",
+        }
+        if name not in table:
+            raise AttributeError(name)
+        return str(self.bin / table[name])
+
+    @property
+    def kwok_stages(self) -> list[str]:
+        stage = self.bin / f"kwok-{KWOK_VERSION}" / "stage"
+        return [
+            str(stage / p)
+            for p in (
+                "node/fast/node-initialize.yaml",
+                "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+                "pod/fast/pod-ready.yaml",
+                "pod/fast/pod-complete.yaml",
+                "pod/fast/pod-delete.yaml",
+            )
+        ]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_http(url: str, what: str, timeout: float = 30, context: ssl.SSLContext | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2, context=context) as r:
+                if r.status == 200:
+                    return
+        except (OSError, urllib.error.URLError):
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not become ready at {url} within {timeout}s")
+
+
+def wait_until(predicate: Any, timeout: float = 15, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")

@@ -1,0 +1,39 @@
+"""Discovery against the real kube-apiserver: scale subresources, plurals, preferred versions."""
+
+from __future__ import annotations
+
+import pytest
+
+from localcluster import Cluster
+from shared.kube.client import Kube, load
+from shared.kube.discovery import RESTMapper
+from shared.kube.errors import NotFound
+
+pytestmark = pytest.mark.cluster
+
+
+def mapper(cluster: Cluster) -> RESTMapper:
+    return RESTMapper(Kube(load(str(cluster.kubeconfig))))
+
+
+def test_scale_subresource_of_a_deployment(cluster: Cluster) -> None:
+    m = mapper(cluster).mapping("apps/v1", "Deployment")
+    assert m.scale_path("shop", "web") == "/apis/apps/v1/namespaces/shop/deployments/web/scale"
+
+
+def test_unknown_kind_names_the_kind_and_version(cluster: Cluster) -> None:
+    with pytest.raises(NotFound, match='no matches for kind "Gadget" in version "apps/v1"'):
+        mapper(cluster).mapping("apps/v1", "Gadget")
+
+
+def test_unserved_group_version_is_not_found_with_its_name(cluster: Cluster) -> None:
+    with pytest.raises(NotFound, match=r"does not serve example\.com/v1"):
+        mapper(cluster).mapping("example.com/v1", "Gadget")
+
+
+def test_preferred_version_of_a_served_group(cluster: Cluster) -> None:
+    assert mapper(cluster).preferred_version("autoscaling") == "v2"
+
+
+def test_plural_of_a_kind_the_table_does_not_know(cluster: Cluster) -> None:
+    assert mapper(cluster).resource_for("rbac.authorization.k8s.io/v1", "ClusterRole") == "clusterroles"
