@@ -14,6 +14,7 @@ from datetime import timedelta
 
 from controller.engine import Decision, SnapshotError, decide, parse_snapshot
 from controller.engine.explain import explain
+from controller.engine.gates import GateError, parse_gates
 from controller.engine.model import FeatureGates, History, Settings
 from controller.snapshot_files import SnapshotFileError, load_documents
 from shared.durations import DurationError, parse_duration
@@ -77,17 +78,26 @@ def _duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _gates(text: str) -> FeatureGates:
+    try:
+        gates, others = parse_gates(text)
+    except GateError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if others:
+        print(
+            f"note: --feature-gates: {', '.join(others)} do not change HPA decisions; ignored",
+            file=sys.stderr,
+        )
+    return gates
+
+
 def _settings(a: argparse.Namespace) -> Settings:
-    gates = dict(g.split("=", 1) for g in a.feature_gates.split(",") if "=" in g) if a.feature_gates else {}
     return Settings(
         tolerance=a.horizontal_pod_autoscaler_tolerance,
         cpu_initialization_period=a.horizontal_pod_autoscaler_cpu_initialization_period,
         initial_readiness_delay=a.horizontal_pod_autoscaler_initial_readiness_delay,
         downscale_stabilization_window=a.horizontal_pod_autoscaler_downscale_stabilization,
-        feature_gates=FeatureGates(
-            hpa_configurable_tolerance=gates.get("HPAConfigurableTolerance", "true").lower() == "true",
-            hpa_scale_to_zero=gates.get("HPAScaleToZero", "false").lower() == "true",
-        ),
+        feature_gates=a.feature_gates,
     )
 
 
@@ -105,7 +115,13 @@ def _live_flags(p: argparse.ArgumentParser) -> None:
         "--horizontal-pod-autoscaler-initial-readiness-delay", type=_duration, default=timedelta(seconds=30)
     )
     p.add_argument(
-        "--feature-gates", default="", help="e.g. HPAScaleToZero=true,HPAConfigurableTolerance=true"
+        "--feature-gates",
+        type=_gates,
+        default=FeatureGates(),
+        metavar="NAME=BOOL,...",
+        help="kube-controller-manager's gates that change HPA decisions, v1.37.2 defaults: "
+        "HPAScaleToZero=true, HPAGeneration=true, HPAOptimizedSelectorStore=true, "
+        "HPAConfigurableTolerance=true (locked); other gates are accepted and ignored",
     )
 
 

@@ -36,11 +36,17 @@ def set_condition(
     transition = cond.get("lastTransitionTime")
     if cond.get("status") != wire_status:
         transition = format_time(now)
-    # rebuilt in the API server's field order, so output diffs cleanly against kubectl's
+    # rebuilt in the API server's field order, so output diffs cleanly against kubectl's;
+    # fields the controller does not set (the condition's observedGeneration) stay as they were
+    others = {
+        k: v
+        for k, v in cond.items()
+        if k not in ("type", "status", "lastTransitionTime", "reason", "message")
+    }
     fresh = {"type": ctype, "status": wire_status}
     if transition is not None:
         fresh["lastTransitionTime"] = transition
-    fresh.update(reason=reason, message=message)
+    fresh.update(reason=reason, message=message, **others)
     cond.clear()
     cond.update(fresh)
 

@@ -69,17 +69,16 @@ def set_status(
     statuses: list[JSON] | None,
     rescale: bool,
     now: datetime,
+    hpa_generation: bool = True,
 ) -> None:
-    """setStatus: recreate the status, keeping conditions and lastScaleTime."""
+    """setStatus: recreate the status, keeping conditions and lastScaleTime; with the
+    HPAGeneration gate, observedGeneration is the HPA's generation (0 when it has none),
+    without it a stored value is dropped (the status is rebuilt without the field)."""
     conditions = status.get("conditions")
     last_scale = status.get("lastScaleTime")
-    observed = status.get("observedGeneration")
     status.clear()
-    generation = hpa.get("metadata", {}).get("generation")
-    if generation is not None:
-        status["observedGeneration"] = generation
-    elif observed is not None:
-        status["observedGeneration"] = observed
+    if hpa_generation:
+        status["observedGeneration"] = int(hpa.get("metadata", {}).get("generation") or 0)
     if rescale:
         last_scale = format_time(now)
     if last_scale is not None:

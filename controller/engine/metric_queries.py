@@ -34,7 +34,7 @@ def _failure(snap: Snapshot, source: str, name: str) -> MetricError | None:
 def resource_metric(snap: Snapshot, resource: str, container: str) -> dict[str, PodSample]:
     """Per-pod usage (milli) of a resource, summed over containers or for one container."""
     source = "ContainerResource" if container else "Resource"
-    if err := _failure(snap, source, resource) or _failure(snap, "Resource", resource):
+    if err := _failure(snap, source, resource):  # a Resource failure is not a ContainerResource one
         raise MetricFetchError(f"unable to fetch metrics from resource metrics API: {err.message}")
     if not snap.pod_metrics:
         raise MetricFetchError("no metrics returned from resource metrics API")

@@ -89,11 +89,11 @@ def _resource(
     target = spec.target
     try:
         if target is not None and target.average_value is not None:
-            try:
-                samples = q.resource_metric(snap, spec.name, container)
-            except q.MetricFetchError as e:
-                raise CalcError(f"unable to get metrics for resource {spec.name}: {e}") from None
-            try:
+            try:  # GetRawResourceReplicas: a fetch error and a calculation error, both wrapped
+                try:
+                    samples = q.resource_metric(snap, spec.name, container)
+                except q.MetricFetchError as e:
+                    raise CalcError(f"unable to get metrics for resource {spec.name}: {e}") from None
                 calc = rc.plain_average(
                     ctx, spec_replicas, target.average_value.milli_value(), samples, spec.name, tol
                 )
@@ -193,8 +193,8 @@ def _object(
             return q.object_metric(snap, spec.name, described)
         except q.MetricFetchError as e:
             raise CalcError(
-                f"unable to get metric {spec.name}: {e} on {described.get('kind', '')} "
-                f"{ns}/{described.get('name', '')}"
+                f"unable to get metric {spec.name} on {described.get('kind', '')} "
+                f"{ns}/{described.get('name', '')}: {e}"
             ) from None
 
     if target is not None and target.type == "Value" and target.value is not None:
@@ -226,7 +226,11 @@ def _object(
         out.name = f"external metric {spec.name}({go_label_selector_string(spec.selector)})"
         out.status = {
             "type": "Object",
-            "object": {"metric": _metric_id(spec), "current": {"averageValue": _milli(calc.usage)}},
+            "object": {
+                "describedObject": described,
+                "metric": _metric_id(spec),
+                "current": {"averageValue": _milli(calc.usage)},
+            },
         }
     else:
         msg = "invalid object metric source: neither a value target nor an average value target was set"

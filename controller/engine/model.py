@@ -18,8 +18,12 @@ JSON = dict[str, Any]
 
 @dataclass(frozen=True)
 class FeatureGates:
+    """Kubernetes v1.37.2's defaults (see ``gates``)."""
+
     hpa_configurable_tolerance: bool = True
-    hpa_scale_to_zero: bool = False
+    hpa_scale_to_zero: bool = True
+    hpa_generation: bool = True
+    hpa_optimized_selector_store: bool = True
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,11 @@ def parse_settings(r: _Reader) -> Settings:
         scale_up_limit_factor=r.number("scaleUpLimitFactor", d.scale_up_limit_factor),
         scale_up_limit_minimum=r.number("scaleUpLimitMinimum", d.scale_up_limit_minimum),
         feature_gates=FeatureGates(
-            hpa_configurable_tolerance=g.boolean("HPAConfigurableTolerance", True),
-            hpa_scale_to_zero=g.boolean("HPAScaleToZero", False),
+            # GA and locked on since 1.37: a snapshot that says false is decided as upstream would
+            hpa_configurable_tolerance=True,
+            hpa_scale_to_zero=g.boolean("HPAScaleToZero", True),
+            hpa_generation=g.boolean("HPAGeneration", True),
+            hpa_optimized_selector_store=g.boolean("HPAOptimizedSelectorStore", True),
         ),
     )
 

@@ -66,8 +66,6 @@ class _Round:
         status: JSON = copy.deepcopy(original)
         conditions: list[JSON] = list(status.get("conditions") or [])
         status["conditions"] = conditions
-        if not snap.settings.feature_gates.hpa_scale_to_zero:
-            remove_condition(conditions, SCALED_TO_ZERO)
         return cls(snap, hpa, original, status, conditions, snap.history)
 
     def cond(self, ctype: str, ok: bool, reason: str, message: str) -> None:
@@ -92,7 +90,9 @@ class _Round:
     ) -> Decision:
         """No scaling this round: record current replicas and metrics, keep the old desired count."""
         old_desired = int((self.snap.hpa.get("status") or {}).get("desiredReplicas") or 0)
-        set_status(self.status, self.snap.hpa, current, old_desired, statuses, False, self.snap.now)
+        set_status(
+            self.status, self.snap.hpa, current, old_desired, statuses, False, self.snap.now, _gen(self.snap)
+        )
         self.event("Warning", "FailedComputeMetricsReplicas", error)
         self.notes.append(f"no scaling this round: {error}")
         return self.finish(current, False, current_replicas=current, error=kind, metrics=metrics_result)
@@ -114,6 +114,10 @@ class _Plan:
     metrics: MetricsResult | None = None
     normalized: bh.Normalized | None = None
     statuses: list[JSON] | None = None
+
+
+def _gen(snap: Snapshot) -> bool:
+    return snap.settings.feature_gates.hpa_generation
 
 
 def decide(snap: Snapshot) -> Decision:
@@ -195,6 +199,8 @@ def _bounds(r: _Round, scale: Scale) -> _Plan:
             "ScalingDisabled",
             "scaling is disabled since the replica count of the target is zero",
         )
+        if not snap.settings.feature_gates.hpa_scale_to_zero:
+            remove_condition(r.conditions, SCALED_TO_ZERO)  # with the gate off: here and on a rescale
         r.notes.append("the target is at zero replicas and the HPA did not put it there: scaling is disabled")
     elif current > plan.max_replicas and current != 0:
         plan.reason, plan.desired, plan.needs_metrics = (
@@ -236,9 +242,16 @@ def _compute_metrics(r: _Round, scale: Scale, plan: _Plan) -> Decision | None:
         r.cond(SCALING_ACTIVE, False, "InvalidSelector", msg)
         return r.metrics_failed(current, None, msg)
     if len(snap.selecting_hpas) > 1:  # two HPAs would fight over the same pods
+        # upstream lists them in map order (at most two with HPAOptimizedSelectorStore): any
+        # order is upstream's; ours is the snapshot's
+        named = (
+            snap.selecting_hpas[:2]
+            if snap.settings.feature_gates.hpa_optimized_selector_store
+            else snap.selecting_hpas
+        )
         msg = (
-            f"pods by selector {scale.selector} are controlled by multiple HPAs: "
-            f"[{' '.join(snap.selecting_hpas)}]"
+            f"pods by selector {parse_selector(scale.selector)} are controlled by more than one HPA "
+            f"(e.g. [{' '.join(named)}])"
         )
         r.event("Warning", "AmbiguousSelector", msg)
         r.cond(SCALING_ACTIVE, False, "AmbiguousSelector", msg)
@@ -308,6 +321,7 @@ def _normalize(r: _Round, plan: _Plan) -> None:
         and plan.desired < plan.min_replicas
     ):
         plan.desired = plan.min_replicas
+        plan.reason = plan.reason or "Current number of replicas below Spec.MinReplicas"
     plan.rescale = plan.desired != plan.current
 
 
@@ -316,7 +330,7 @@ def _rescale(r: _Round, plan: _Plan) -> Decision:
     snap, current, desired = r.snap, plan.current, plan.desired
     common = {"metrics": plan.metrics, "normalized": plan.normalized, "rescale_reason": plan.reason}
     if not plan.rescale:
-        set_status(r.status, r.hpa, current, current, plan.statuses, False, snap.now)
+        set_status(r.status, r.hpa, current, current, plan.statuses, False, snap.now, _gen(snap))
         error = INTERNAL_ERROR if plan.metrics is not None and plan.metrics.invalid_error else "none"
         return r.finish(current, False, current_replicas=current, action="none", error=error, **common)
     if snap.scale_update_error is not None:
@@ -329,7 +343,7 @@ def _rescale(r: _Round, plan: _Plan) -> Decision:
             f"the HPA controller was unable to update the target scale: {err}",
         )
         old_desired = int(r.original_status.get("desiredReplicas") or 0)
-        set_status(r.status, r.hpa, current, old_desired, plan.statuses, False, snap.now)
+        set_status(r.status, r.hpa, current, old_desired, plan.statuses, False, snap.now, _gen(snap))
         return r.finish(current, False, current_replicas=current, error=INTERNAL_ERROR, **common)
     r.cond(
         ABLE_TO_SCALE,
@@ -347,6 +361,8 @@ def _rescale(r: _Round, plan: _Plan) -> Decision:
                 "NotScaledToZero",
                 "the HPA controller did not scale the workload to zero",
             )
+    else:
+        remove_condition(r.conditions, SCALED_TO_ZERO)
     r.event("Normal", "SuccessfulRescale", f"New size: {desired}; reason: {plan.reason}")
     h = r.history
     if snap.behavior is not None:
@@ -358,7 +374,7 @@ def _rescale(r: _Round, plan: _Plan) -> Decision:
                 h.scale_down_events, snap.behavior.scale_down, current - desired, snap.now
             )
             r.history = History(h.recommendations, h.scale_up_events, downs)
-    set_status(r.status, r.hpa, current, desired, plan.statuses, True, snap.now)
+    set_status(r.status, r.hpa, current, desired, plan.statuses, True, snap.now, _gen(snap))
     action = "scale_up" if desired > current else "scale_down"
     error = INTERNAL_ERROR if plan.metrics is not None and plan.metrics.invalid_error else "none"
     return r.finish(desired, True, current_replicas=current, action=action, error=error, **common)

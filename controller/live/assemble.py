@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from controller.engine.gates import gates_to_wire
 from controller.engine.model import History, Settings
 from controller.engine.reconcile import history_to_wire
 from shared.durations import format_duration, format_time
@@ -18,10 +19,7 @@ def settings_to_wire(s: Settings) -> dict[str, Any]:
         "downscaleStabilizationWindow": format_duration(s.downscale_stabilization_window),
         "scaleUpLimitFactor": s.scale_up_limit_factor,
         "scaleUpLimitMinimum": s.scale_up_limit_minimum,
-        "featureGates": {
-            "HPAConfigurableTolerance": s.feature_gates.hpa_configurable_tolerance,
-            "HPAScaleToZero": s.feature_gates.hpa_scale_to_zero,
-        },
+        "featureGates": gates_to_wire(s.feature_gates),
     }
 
 

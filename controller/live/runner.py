@@ -65,6 +65,16 @@ class WorkQueue:
             old.cancel()
         self._timers[key] = asyncio.get_running_loop().call_later(seconds, self._fire, key)
 
+    def add_rate_limited(self, key: tuple[str, str], seconds: float) -> None:
+        """client-go's AddRateLimited with the HPA's fixed-interval limiter: ready in
+        ``seconds`` unless it is already due sooner (queued, or an earlier timer)."""
+        if key in self._queued or key in self._dirty:
+            return
+        old = self._timers.get(key)
+        if old is not None and old.when() <= asyncio.get_running_loop().time() + seconds:
+            return
+        self.add_after(key, seconds)
+
     def _fire(self, key: tuple[str, str]) -> None:
         self._timers.pop(key, None)
         self.add(key)
@@ -261,9 +271,26 @@ async def run(opts: Options) -> int:
     loop = asyncio.get_running_loop()
     queue = WorkQueue()
 
+    generations: dict[tuple[str, str], object] = {}
+
     def on_hpa(kind: str, obj: dict[str, Any]) -> None:
+        """Upstream's cadence: an added or deleted HPA, or a spec change (its generation
+        moved), is reconciled now; any other update -- our own status write coming back
+        through the watch -- waits for the sync period, as client-go's AddRateLimited does."""
         meta = obj.get("metadata", {})
-        loop.call_soon_threadsafe(queue.add, (meta.get("namespace", ""), meta.get("name", "")))
+        key = (meta.get("namespace", ""), meta.get("name", ""))
+        generation = meta.get("generation")
+        previous = generations.get(key)
+        if kind == "DELETED":
+            generations.pop(key, None)
+        else:
+            generations[key] = generation
+        known = previous is not None or kind == "MODIFIED"  # a relist re-reports what we know
+        same_spec = previous == generation or not opts.settings.feature_gates.hpa_generation
+        if kind != "DELETED" and known and same_spec:
+            loop.call_soon_threadsafe(queue.add_rate_limited, key, opts.sync_period)
+        else:
+            loop.call_soon_threadsafe(queue.add, key)
 
     hpas = Informer(kube, "/apis/autoscaling/v2/horizontalpodautoscalers", opts.hpa_selector, on_hpa)
     pods = Informer(kube, "/api/v1/pods", transform=without_managed_fields)

@@ -100,7 +100,7 @@ def test_pods_claimed_by_two_hpas_are_an_ambiguous_selector_and_never_scale() ->
     assert conditions(d)["ScalingActive"] == ("False", "AmbiguousSelector")
     assert [e.reason for e in d.events] == ["AmbiguousSelector", "FailedComputeMetricsReplicas"]
     assert d.events[0].message == (
-        "pods by selector app=web are controlled by multiple HPAs: [default/web default/web-canary]"
+        "pods by selector app=web are controlled by more than one HPA (e.g. [default/web default/web-canary])"
     )
     assert (d.desired_replicas, d.rescale) == (3, False)
 
@@ -177,10 +177,64 @@ def test_scaled_to_zero_target_wakes_up_on_its_external_metric() -> None:
     assert (d.desired_replicas, conditions(d)["ScaledToZero"]) == (3, ("False", "NotScaledToZero"))
 
 
-def test_scaled_to_zero_condition_is_removed_when_the_gate_is_off() -> None:
-    cond = [{"type": "ScaledToZero", "status": "True", "reason": "ScaledToZero", "message": "x"}]
-    d = run(pod_metrics_=hot(3), conditions=cond)
+GATE_OFF = {"featureGates": {"HPAScaleToZero": False}}
+STORED = [{"type": "ScaledToZero", "status": "True", "reason": "ScaledToZero", "message": "x"}]
+
+
+def test_gate_off_removes_a_stored_scaled_to_zero_condition_on_a_rescale() -> None:
+    d = run(pod_metrics_=hot(3), conditions=STORED, controller=GATE_OFF)
+    assert d.rescale
     assert "ScaledToZero" not in conditions(d)
+
+
+def test_gate_off_keeps_a_stored_scaled_to_zero_condition_when_nothing_rescales() -> None:
+    d = run(pod_metrics_=hot(3), conditions=STORED, controller=GATE_OFF, max_replicas=3)
+    assert not d.rescale
+    assert conditions(d)["ScaledToZero"] == ("True", "ScaledToZero")
+
+
+def test_gate_off_removes_it_when_scaling_is_disabled_at_zero() -> None:
+    d = run(pods=[], current=0, metrics=[external_metric(value="5")], conditions=STORED, controller=GATE_OFF)
+    assert conditions(d)["ScalingActive"] == ("False", "ScalingDisabled")
+    assert "ScaledToZero" not in conditions(d)
+
+
+def test_target_raised_from_zero_to_min_replicas_names_the_reason() -> None:
+    """A scaled-to-zero target whose metric proposes 0, with scale-up disabled by policy:
+    upstream still raises it to minReplicas, and names that as the reason."""
+    d = run(
+        current=0,
+        pods=[],
+        min_replicas=2,
+        metrics=[external_metric(value="100")],
+        external=[("qps", "0")],
+        conditions=STORED,
+        behavior={"scaleUp": {"selectPolicy": "Disabled"}},
+    )
+    assert d.desired_replicas == 2
+    assert d.events[-1].message == "New size: 2; reason: Current number of replicas below Spec.MinReplicas"
+
+
+def with_generation(gates: dict[str, bool] | None = None) -> Any:
+    snap = snapshot(pod_metrics_=hot(3), controller={"featureGates": gates or {}})
+    snap["hpa"]["metadata"]["generation"] = 7
+    snap["hpa"]["status"]["observedGeneration"] = 6
+    return decide(parse_snapshot(snap))
+
+
+def test_status_observed_generation_is_the_generation_under_the_gate() -> None:
+    assert with_generation().status["observedGeneration"] == 7
+
+
+def test_status_observed_generation_is_dropped_without_the_gate() -> None:
+    assert "observedGeneration" not in with_generation({"HPAGeneration": False}).status
+
+
+def test_conditions_keep_their_own_observed_generation() -> None:
+    cond = [{"type": "AbleToScale", "status": "True", "reason": "x", "message": "y", "observedGeneration": 3}]
+    d = run(pod_metrics_=hot(3), conditions=cond)
+    able = next(c for c in d.status["conditions"] if c["type"] == "AbleToScale")
+    assert (able["reason"], able["observedGeneration"]) == ("SucceededRescale", 3)
 
 
 def test_default_metric_is_cpu_at_80_percent() -> None:

@@ -168,7 +168,7 @@ def test_configurable_tolerance_per_direction() -> None:
     assert d.desired_replicas == 4  # 4% above target scales with a 1% scale-up tolerance
 
 
-def test_configurable_tolerance_ignored_when_gate_is_off() -> None:
+def test_configurable_tolerance_gate_is_locked_on_since_1_37() -> None:
     behavior = {"scaleUp": {"tolerance": "0.01"}}
     controller = {"featureGates": {"HPAConfigurableTolerance": False}}
     d = run(
@@ -177,7 +177,7 @@ def test_configurable_tolerance_ignored_when_gate_is_off() -> None:
         behavior=behavior,
         controller=controller,
     )
-    assert d.rescale is False
+    assert d.desired_replicas == 4  # GA and locked: a snapshot saying false changes nothing
 
 
 def test_zero_cpu_initialization_period_is_honoured_not_defaulted() -> None:

@@ -12,14 +12,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from localcluster import Cluster
 
+from localcluster import Cluster
 from tests.support import (
     AdapterProcess,
     Exporter,
@@ -323,7 +324,10 @@ def test_two_hpas_on_one_target_are_an_ambiguous_selector(
     message = next(
         c["message"] for c in hpa(cluster, "twin")["status"]["conditions"] if c["type"] == "ScalingActive"
     )
-    assert message == "pods by selector app=twin are controlled by multiple HPAs: [live/twin live/twin-b]"
+    assert (
+        message
+        == "pods by selector app=twin are controlled by more than one HPA (e.g. [live/twin live/twin-b])"
+    )
     cluster.kubectl("-n", NS, "delete", "hpa", "twin-b")  # alone again: it acts again
     wait_until(
         lambda: condition(cluster, "twin", "ScalingActive") == "True/ValidMetricFound", what="valid again"
@@ -686,4 +690,45 @@ def test_a_hung_adapter_slows_reconciles_without_stalling_them(
             what="recovery once the adapter answers again",
         )
     finally:
+        stop_controller(proc)
+
+
+def test_reconciled_once_per_sync_period_and_at_once_after_a_spec_change(
+    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    """Upstream's cadence: our own status write coming back through the watch does not
+    trigger another reconcile (the metric ticks, so every reconcile writes the status); a
+    spec change (the generation moves) is reconciled at once, not at the next period."""
+    make_target(cluster, "cadence-app", 1, requests_spec(5), labels={"cadence": "true"})
+    pod = running_pods(cluster, "cadence-app")[0]
+    stop = threading.Event()
+
+    def tick() -> None:
+        value = 0
+        while not stop.is_set():
+            value = value % 5 + 1  # 1..5, off the scrape's beat: currentMetrics changes every reconcile
+            exporter.set(f'live_requests{{namespace="{NS}",pod="{pod}"}}', value)
+            time.sleep(0.7)
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    proc, log = start_controller(
+        cluster, tmp_path, "--hpa-selector=cadence", "--horizontal-pod-autoscaler-sync-period=4s"
+    )
+    try:
+        wait_until(lambda: "hpa=live/cadence-app" in log.read_text(), timeout=30, what="the first reconcile")
+        before = log.read_text().count("hpa=live/cadence-app")
+        time.sleep(12)  # three sync periods
+        during = log.read_text().count("hpa=live/cadence-app") - before
+        print(f"{during} reconciles in three 4s periods")
+        assert 2 <= during <= 4, f"{during} reconciles in three 4s periods"
+        cluster.kubectl(
+            "-n", NS, "patch", "hpa", "cadence-app", "--type=merge", "-p", '{"spec":{"minReplicas":3}}'
+        )
+        start = time.monotonic()
+        wait_until(lambda: replicas(cluster, "cadence-app") == 3, timeout=10, what="the spec change acted on")
+        assert time.monotonic() - start < 3, "a spec change waited for the sync period"
+    finally:
+        stop.set()
+        ticker.join()
         stop_controller(proc)

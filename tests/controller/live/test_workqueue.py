@@ -41,3 +41,31 @@ def test_only_one_timer_per_key() -> None:
         return len(q)
 
     assert asyncio.run(go()) == 1
+
+
+def test_rate_limited_add_keeps_an_earlier_timer() -> None:
+    async def go() -> tuple[int, int]:
+        q = WorkQueue()
+        q.add_after(A, 0.02)
+        q.add_rate_limited(A, 10)  # a status write seen: the periodic sync stays as it was
+        await asyncio.sleep(0.05)
+        first = len(q)
+        await q.get()
+        q.done(A)
+        q.add_rate_limited(A, 0.02)  # nothing pending: it waits the interval, not zero
+        now = len(q)
+        await asyncio.sleep(0.05)
+        return first, now + len(q)
+
+    assert asyncio.run(go()) == (1, 1)
+
+
+def test_rate_limited_add_of_a_queued_key_changes_nothing() -> None:
+    async def go() -> int:
+        q = WorkQueue()
+        q.add(A)
+        q.add_rate_limited(A, 0.01)
+        await asyncio.sleep(0.03)
+        return len(q)
+
+    assert asyncio.run(go()) == 1
