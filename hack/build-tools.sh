@@ -120,6 +120,26 @@ get_prometheus() {
   rm -rf "$tmp" "$out"; mv "$out.tmp" "$out"
 }
 
+# The differential test's harness (test tooling): upstream's own pkg/controller/podautoscaler,
+# copied unchanged from the module cache into a wrapper module next to our driver file
+# (tests/differential/harness), built against the same release as the cluster binaries.
+build_differential() {
+  local w="$CACHE/work/differential-$K8S_VERSION" out="$CACHE/bin/hpa-differential-$K8S_VERSION"
+  local here; here=$(cd "$(dirname "$0")/.." && pwd)
+  make_wrapper "$w" k8s.io/kubernetes "$K8S_VERSION" "v0${K8S_VERSION#v1}"
+  local src; src=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  mkdir -p "$w/podautoscaler" "$w/cmd/hpa-differential"
+  for f in "$src"/pkg/controller/podautoscaler/*.go; do
+    case "$f" in *_test.go) ;; *) cp "$f" "$w/podautoscaler/" ;; esac
+  done
+  chmod -R u+w "$w/podautoscaler"
+  cp "$here/tests/differential/harness/zz_promhpa_harness.go" "$w/podautoscaler/"
+  cp "$here/tests/differential/harness/main.go.in" "$w/cmd/hpa-differential/main.go"
+  mkdir -p "$out.tmp"
+  (cd "$w" && go build -trimpath -o "$out.tmp/hpa-differential" ./cmd/hpa-differential)
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 mkdir -p "$CACHE/bin" "$CACHE/work"
 only=${1:-all}
 [[ $only == all || $only == prometheus ]] && step "prometheus (Debian)" "$CACHE/bin/prometheus-debian/prometheus" get_prometheus
@@ -127,4 +147,5 @@ only=${1:-all}
 [[ $only == all || $only == kwok ]] && step "kwok $KWOK_VERSION" "$CACHE/bin/kwok-$KWOK_VERSION/kwok" build_kwok
 [[ $only == all || $only == helm ]] && step "helm $HELM_VERSION" "$CACHE/bin/helm-$HELM_VERSION/helm" build_helm
 [[ $only == all || $only == k8s ]] && step "kubernetes $K8S_VERSION (4 binaries)" "$CACHE/bin/k8s-$K8S_VERSION/kube-apiserver" build_k8s
+[[ $only == all || $only == differential ]] && step "hpa-differential $K8S_VERSION (upstream's controller package)" "$CACHE/bin/hpa-differential-$K8S_VERSION/hpa-differential" build_differential
 echo "$CACHE/bin"

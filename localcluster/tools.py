@@ -81,6 +81,7 @@ class Binaries:
             "kwok": f"kwok-{KWOK_VERSION}/kwok",
             "helm": f"helm-{HELM_VERSION}/helm",
             "prometheus": "prometheus-debian/prometheus",
+            "differential": f"hpa-differential-{K8S_VERSION}/hpa-differential",
         }
         if name not in table:
             raise AttributeError(name)

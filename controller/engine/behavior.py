@@ -11,6 +11,8 @@ History is a value: each function takes the recommendations/events and returns t
 ones, so a reconcile can be replayed and chained offline. Boundary details are upstream's:
 the legacy window keeps a recommendation stamped exactly at the cutoff, the behavior
 windows do not; an event counts toward a period only when strictly newer than its start.
+Upstream reads its clock again for each cutoff, so with a zero window a recommendation
+stamped ``now`` (recorded earlier in the same round) is already older than the cutoff.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def normalize_legacy(
     old_index: int | None = None
     recs = list(recommendations)
     for i, rec in enumerate(recs):
-        if rec.timestamp < cutoff:
+        if _older(rec.timestamp, cutoff, window == timedelta(0)):
             old_index = i
         elif rec.replicas > stabilized:
             stabilized = rec.replicas
@@ -109,6 +111,12 @@ def normalize_legacy(
     return Normalized(desired, *able, desired != stabilized, *reason, new_recs, stabilized, notes)
 
 
+def _older(timestamp: datetime, cutoff: datetime, zero_window: bool) -> bool:
+    """Go's ``timestamp.Before(time.Now() - window)``: with a zero window the cutoff is a
+    later reading of the clock than any timestamp this round recorded."""
+    return timestamp < cutoff or (zero_window and timestamp <= cutoff)
+
+
 def _secs(d: timedelta) -> str:
     return f"{int(d.total_seconds())}s"
 
@@ -131,7 +139,9 @@ def stabilize_with_behavior(
             up = min(rec.replicas, up)
         if rec.timestamp > down_cutoff:
             down = max(rec.replicas, down)
-        if rec.timestamp < up_cutoff and rec.timestamp < down_cutoff:
+        if _older(rec.timestamp, up_cutoff, up_window_s == 0) and _older(
+            rec.timestamp, down_cutoff, down_window_s == 0
+        ):
             old_index = i
     result = current
     if result < up:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.quantity import Quantity
+from shared.quantity import Format, Quantity
 from shared.selectors import SelectorError, from_label_selector, go_label_selector_string
 
 from . import metric_queries as q
@@ -59,6 +59,11 @@ def _milli(v: int) -> str:
     return str(Quantity.from_milli(v))
 
 
+def _usage_quantity(resource: str, milli: int) -> str:
+    """upstream's buildQuantity: memory as BinarySI (Ki, Mi, ...), what metrics-server reports."""
+    return str(Quantity.from_milli(milli, Format.BINARY_SI if resource == "memory" else Format.DECIMAL_SI))
+
+
 class _MetricFailedError(Exception):
     def __init__(self, reason: str, inner: str, outer: str, kind: str = INTERNAL_ERROR) -> None:
         super().__init__(outer)
@@ -100,7 +105,7 @@ def _resource(
             except CalcError as e:
                 raise CalcError(f"failed to get {spec.name} usage: {e}") from None
             out.name = f"{spec.name} resource"
-            current: JSON = {"averageValue": _milli(calc.usage)}
+            current: JSON = {"averageValue": _usage_quantity(spec.name, calc.usage)}
         elif target is None or target.average_utilization is None:
             raise CalcError(
                 "invalid resource metric source: neither an average utilization target nor an "
@@ -122,7 +127,10 @@ def _resource(
                 if container
                 else f"{spec.name} resource utilization (percentage of request)"
             )
-            current = {"averageUtilization": calc.usage, "averageValue": _milli(calc.raw_usage)}
+            current = {
+                "averageUtilization": calc.usage,
+                "averageValue": _usage_quantity(spec.name, calc.raw_usage),
+            }
     except CalcError as e:
         raise _MetricFailedError(reason, str(e), wrap + str(e)) from None
     out.calc, out.replicas = calc, calc.replicas

@@ -241,7 +241,7 @@ def _compute_metrics(r: _Round, scale: Scale, plan: _Plan) -> Decision | None:
         r.event("Warning", "InvalidSelector", msg)
         r.cond(SCALING_ACTIVE, False, "InvalidSelector", msg)
         return r.metrics_failed(current, None, msg)
-    if len(snap.selecting_hpas) > 1:  # two HPAs would fight over the same pods
+    if len(snap.selecting_hpas) > 1 and pods:  # two HPAs would fight over the same pods
         # upstream lists them in map order (at most two with HPAOptimizedSelectorStore): any
         # order is upstream's; ours is the snapshot's
         named = (

@@ -276,7 +276,12 @@ def test_controller_with_the_charts_rbac_reconciles(
     wait_until(
         lambda: condition(cluster, "cpu", "ScalingActive")[0] == "True/ValidMetricFound", what="cpu metric"
     )
-    assert condition(cluster, "work", "AbleToScale")[0] == "True/ReadyForNewScale"
+    # the reconcile after the rescale comes one sync period later (not on our own status write)
+    wait_until(
+        lambda: condition(cluster, "work", "AbleToScale")[0] == "True/ReadyForNewScale",
+        timeout=40,
+        what="the next periodic reconcile",
+    )
     events = json.loads(
         cluster.kubectl(
             "-n", APP_NS, "get", "events", "--field-selector=involvedObject.name=work", "-o", "json"

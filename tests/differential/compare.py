@@ -1,0 +1,72 @@
+"""What the differential test compares: promhpa's `decide` output against upstream's
+outcome for the same snapshot, field by field, after the few normalizations that only
+undo serialization differences (Go omits a zero `currentReplicas`; an absent list is an
+empty one)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+JSON = dict[str, Any]
+
+
+def _status(status: JSON | None) -> JSON:
+    out = {k: v for k, v in (status or {}).items() if v not in (None, [], {})}
+    if out.get("currentReplicas") == 0:
+        del out["currentReplicas"]  # omitempty in autoscaling/v2
+    return out
+
+
+def _history(h: JSON | None) -> JSON:
+    h = h or {}
+    out: JSON = {
+        "scaleUpEvents": h.get("scaleUpEvents") or [],
+        "scaleDownEvents": h.get("scaleDownEvents") or [],
+    }
+    if h.get("recommendations") is not None:
+        out["recommendations"] = h["recommendations"]
+    return out
+
+
+# Upstream names the first pod it meets without a request, in the order of its pod lister,
+# a map: any pod that lacks one is upstream's answer (the one nondeterministic message).
+_MISSING = re.compile(r"missing request for (\w+) in container \S+ of Pod \S+")
+
+
+def _unnamed(text: str) -> str:
+    return _MISSING.sub(r"missing request for \1 in container <c> of Pod <p>", text)
+
+
+def _mask(value: Any) -> Any:
+    if isinstance(value, str):
+        return _unnamed(value)
+    if isinstance(value, list):
+        return [_mask(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _mask(v) for k, v in value.items()}
+    return value
+
+
+def differences(ours: JSON, upstream: JSON) -> list[str]:
+    """The fields that differ, each as 'field: ours != upstream' (empty when equal)."""
+    ours, upstream = _mask(ours), _mask(upstream)
+    out: list[str] = []
+    if upstream.get("error") and "status" not in upstream:
+        return [f"upstream harness failed: {upstream['error']}"]
+    if bool(ours.get("rescale")) != bool(upstream.get("rescale")):
+        out.append(f"rescale: {ours.get('rescale')} != {upstream.get('rescale')}")
+    elif ours.get("rescale") and ours.get("desiredReplicas") != upstream.get("desiredReplicas"):
+        out.append(f"desiredReplicas: {ours.get('desiredReplicas')} != {upstream.get('desiredReplicas')}")
+    a, b = _status(ours.get("status")), _status(upstream.get("status"))
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            out.append(f"status.{key}: {a.get(key)!r} != {b.get(key)!r}")
+    ev_a = [(e["type"], e["reason"], e["message"]) for e in ours.get("events") or []]
+    ev_b = [(e["type"], e["reason"], e["message"]) for e in upstream.get("events") or []]
+    if ev_a != ev_b:
+        out.append(f"events: {ev_a!r} != {ev_b!r}")
+    h_a, h_b = _history(ours.get("history")), _history(upstream.get("history"))
+    if h_a != h_b:
+        out.append(f"history: {h_a!r} != {h_b!r}")
+    return out
