@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv lint unit test demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-controller clean
+.PHONY: venv lint unit test differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-controller clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,13 @@ unit: venv
 # The cluster tools are built before pytest so a cold build (25-45 min) shows its progress.
 test: lint cluster-tools
 	$(BIN)/pytest
+
+# A long differential run against upstream's controller package (make test runs 5,000
+# snapshots with a fixed seed): e.g. make differential SNAPSHOTS=100000 SEED=$$RANDOM
+SNAPSHOTS ?= 50000
+SEED ?= 1
+differential: venv cluster-tools
+	PROMHPA_DIFF_SNAPSHOTS=$(SNAPSHOTS) PROMHPA_DIFF_SEED=$(SEED) $(BIN)/pytest -q -s tests/differential
 
 conformance: venv
 	$(BIN)/python ../shared/conformance/run.py ../shared/conformance/hpa

@@ -114,95 +114,164 @@ EVERYTHING = Selector()
 NOTHING = Selector(nothing=True)
 
 
-_TOKEN = re.compile(r"\s*(==|!=|=|!|\(|\)|,|>|<|[^\s=!(),<>]+)")
+# apimachinery's lexer: these bytes are operators; a run of them is the longest token
+_SPECIAL = "=!(),><"
+_KEYWORDS = {"in", "notin"}
+_SYMBOLS = {")", ",", "!", "==", "=", ">", "<", "!=", "("}
+END, IDENT, ERROR = "<end>", "<ident>", "<error>"
 
 
-def _tokens(text: str) -> list[str]:
-    out: list[str] = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m:
-            break
-        if m.group(1):
-            out.append(m.group(1))
-        pos = m.end()
-        if text[pos:].strip() == "":
-            break
-    return out
+def _lex(text: str) -> list[tuple[str, str]]:
+    """(token, literal) pairs, as Go's labels.Lexer scans them, ending with END."""
+    out: list[tuple[str, str]] = []
+    pos, n = 0, len(text)
+    while True:
+        while pos < n and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= n:
+            out.append((END, ""))
+            return out
+        if text[pos] in _SPECIAL:
+            buf, last = "", ""
+            while pos < n and text[pos] in _SPECIAL:
+                buf += text[pos]
+                if buf in _SYMBOLS:
+                    last = buf
+                elif last:
+                    buf = buf[:-1]
+                    break
+                pos += 1
+            if not last:
+                out.append((ERROR, f"error expected: keyword found '{buf}'"))
+            else:
+                out.append((last, last))
+            continue
+        start = pos
+        while pos < n and text[pos] not in _SPECIAL and text[pos] not in " \t\r\n":
+            pos += 1
+        word = text[start:pos]
+        out.append((word if word in _KEYWORDS else IDENT, word))
+
+
+class _Parser:
+    """apimachinery's labels parser, error messages included (they reach users as
+    upstream's InvalidSelector text)."""
+
+    def __init__(self, text: str) -> None:
+        self.items = _lex(text)
+        self.pos = 0
+
+    def peek(self, values: bool) -> tuple[str, str]:
+        tok, lit = self.items[self.pos]
+        return (IDENT, lit) if values and tok in _KEYWORDS else (tok, lit)
+
+    def take(self, values: bool) -> tuple[str, str]:
+        item = self.peek(values)
+        self.pos += 1
+        return item
+
+    def parse(self) -> list[Requirement]:
+        reqs: list[Requirement] = []
+        while True:
+            tok, lit = self.peek(True)
+            if tok in (IDENT, "!"):
+                try:
+                    reqs.append(self.requirement())
+                except SelectorError as e:
+                    raise SelectorError(f"unable to parse requirement: {e}") from None
+                t, lit2 = self.take(True)
+                if t == END:
+                    return reqs
+                if t == ",":
+                    t2, l2 = self.peek(True)
+                    if t2 not in (IDENT, "!"):
+                        raise SelectorError(f"found '{l2}', expected: identifier after ','")
+                else:
+                    raise SelectorError(f"found '{lit2}', expected: ',' or 'end of string'")
+            elif tok == END:
+                return reqs
+            else:
+                raise SelectorError(f"found '{lit}', expected: !, identifier, or 'end of string'")
+
+    def requirement(self) -> Requirement:
+        op = ""
+        tok, lit = self.take(True)
+        if tok == "!":
+            op = "!"
+            tok, lit = self.take(True)
+        if tok != IDENT:
+            raise SelectorError(f"found '{lit}', expected: identifier")
+        validate_key(lit)
+        key = lit
+        if self.peek(True)[0] in (END, ","):
+            return Requirement(key, op or "exists")
+        if op == "!":
+            return Requirement(key, "!")
+        tok, lit = self.take(False)
+        ops = {"in": "in", "notin": "notin", "=": "=", "==": "==", "!=": "!=", ">": "gt", "<": "lt"}
+        if tok not in ops:
+            raise SelectorError(f"found '{lit}', expected: in, notin, =, ==, !=, gt, lt")
+        op = ops[tok]
+        values = self.set_values() if op in ("in", "notin") else self.exact_value()
+        if op in ("gt", "lt") and not re.fullmatch(r"[-+]?\d+", values[0]):
+            detail = "for 'Gt', 'Lt' operators, the value must be an integer"
+            raise SelectorError(f'values[0]: Invalid value: "{values[0]}": {detail}')
+        for v in values:
+            validate_value(v)
+        return Requirement(key, op, tuple(sorted(set(values))))
+
+    def set_values(self) -> list[str]:
+        tok, lit = self.take(True)
+        if tok != "(":
+            raise SelectorError(f"found '{lit}' expected: '('")
+        tok, lit = self.peek(True)
+        if tok == ")":
+            self.take(True)
+            return [""]
+        if tok not in (IDENT, ","):
+            raise SelectorError(f"found '{lit}', expected: ',', ')' or identifier")
+        values = self.identifiers()
+        if self.take(True)[0] != ")":
+            raise SelectorError(f"found '{lit}', expected: ')'")
+        return values
+
+    def identifiers(self) -> list[str]:
+        out: list[str] = []
+        while True:
+            tok, lit = self.take(True)
+            if tok == IDENT:
+                out.append(lit)
+                t2, l2 = self.peek(True)
+                if t2 == ",":
+                    continue
+                if t2 == ")":
+                    return out
+                raise SelectorError(f"found '{l2}', expected: ',' or ')'")
+            if tok == ",":
+                if not out:
+                    out.append("")
+                t2 = self.peek(True)[0]
+                if t2 == ")":
+                    out.append("")
+                    return out
+                if t2 == ",":
+                    out.append("")
+                continue
+            raise SelectorError(f"found '{lit}', expected: ',', or identifier")
+
+    def exact_value(self) -> list[str]:
+        if self.peek(True)[0] in (END, ","):
+            return [""]
+        tok, lit = self.take(True)
+        if tok == IDENT:
+            return [lit]
+        raise SelectorError(f"found '{lit}', expected: identifier")
 
 
 def parse(text: str) -> Selector:
-    """Parse the string form of a selector; the empty string selects everything."""
-    toks = _tokens(text)
-    reqs: list[Requirement] = []
-    i = 0
-
-    def expect(cond: bool, what: str) -> None:
-        if not cond:
-            near = " ".join(toks[max(0, i - 1) : i + 2]) or "end of input"
-            raise SelectorError(f"unable to parse requirement in {text!r}: expected {what} near {near!r}")
-
-    while i < len(toks):
-        if toks[i] == "!":
-            i += 1
-            expect(i < len(toks), "a label key after '!'")
-            validate_key(toks[i])
-            reqs.append(Requirement(toks[i], "!"))
-            i += 1
-        else:
-            key = toks[i]
-            expect(key not in ("=", "==", "!=", "(", ")", ",", ">", "<"), "a label key")
-            validate_key(key)
-            i += 1
-            if i >= len(toks) or toks[i] == ",":
-                reqs.append(Requirement(key, "exists"))
-            elif toks[i] in ("=", "==", "!="):
-                op = toks[i]
-                i += 1
-                value = ""
-                if i < len(toks) and toks[i] not in (",", ")", "("):
-                    value = toks[i]
-                    i += 1
-                validate_value(value)
-                reqs.append(Requirement(key, op, (value,)))
-            elif toks[i] in ("in", "notin"):
-                op = toks[i]
-                i += 1
-                expect(i < len(toks) and toks[i] == "(", f"'(' after {op!r}")
-                i += 1
-                values: list[str] = []
-                while True:
-                    expect(i < len(toks), "a value or ')'")
-                    if toks[i] == ")":
-                        i += 1
-                        break
-                    if toks[i] == ",":
-                        values.append("")
-                        i += 1
-                        continue
-                    validate_value(toks[i])
-                    values.append(toks[i])
-                    i += 1
-                    expect(i < len(toks) and toks[i] in (",", ")"), "',' or ')'")
-                    if toks[i] == ",":
-                        i += 1
-                expect(bool(values), f"at least one value for {op!r}")
-                reqs.append(Requirement(key, op, tuple(sorted(set(values)))))
-            elif toks[i] in (">", "<"):
-                op = "gt" if toks[i] == ">" else "lt"
-                i += 1
-                expect(i < len(toks) and re.fullmatch(r"-?\d+", toks[i]) is not None, "an integer")
-                reqs.append(Requirement(key, op, (toks[i],)))
-                i += 1
-            else:
-                raise SelectorError(
-                    f"unable to parse requirement: found {toks[i]!r}, expected: in, notin, =, ==, !=, gt, lt"
-                )
-        if i < len(toks):
-            expect(toks[i] == ",", "','")
-            i += 1
-            expect(i < len(toks), "a requirement after ','")
+    """labels.Parse: the string form of a selector (the empty string selects everything),
+    with apimachinery's grammar and its error messages."""
+    reqs = _Parser(text).parse()
     # apimachinery keeps requirements sorted by key; consumers (PromQL) see that order
     return Selector(tuple(sorted(reqs, key=lambda r: r.key)))
 

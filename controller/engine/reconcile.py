@@ -250,7 +250,7 @@ def _compute_metrics(r: _Round, scale: Scale, plan: _Plan) -> Decision | None:
             else snap.selecting_hpas
         )
         msg = (
-            f"pods by selector {parse_selector(scale.selector)} are controlled by more than one HPA "
+            f"pods by selector {scale.selector} are controlled by more than one HPA "
             f"(e.g. [{' '.join(named)}])"
         )
         r.event("Warning", "AmbiguousSelector", msg)

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 import yaml
-from localcluster import Cluster, service_account_kubeconfig
 
+from localcluster import Cluster, service_account_kubeconfig
 from tests.charts.chart import CHART, helm
 from tests.support import (
     AdapterProcess,

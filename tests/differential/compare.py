@@ -29,13 +29,22 @@ def _history(h: JSON | None) -> JSON:
     return out
 
 
-# Upstream names the first pod it meets without a request, in the order of its pod lister,
-# a map: any pod that lacks one is upstream's answer (the one nondeterministic message).
+# Upstream names the first pod it meets without a request (or without the container), in
+# the order of its pod lister -- a map, so any such pod is upstream's answer: the messages
+# are compared without the pod's and container's names (upstream's nondeterminism).
 _MISSING = re.compile(r"missing request for (\w+) in container \S+ of Pod \S+")
+_NO_CONTAINER = re.compile(r"container \S+ not found in Pod \S+")
+
+
+# AmbiguousSelector lists the HPAs in map order: compared as a set.
+_CLAIMANTS = re.compile(r"\(e\.g\. \[([^\]]*)\]\)")
 
 
 def _unnamed(text: str) -> str:
-    return _MISSING.sub(r"missing request for \1 in container <c> of Pod <p>", text)
+    # which of the two a pod reports also depends on which pod comes first
+    text = _MISSING.sub("<a pod without the request or container>", text)
+    text = _NO_CONTAINER.sub("<a pod without the request or container>", text)
+    return _CLAIMANTS.sub(lambda m: "(e.g. [" + " ".join(sorted(m.group(1).split())) + "])", text)
 
 
 def _mask(value: Any) -> Any:

@@ -2,7 +2,7 @@
 failing metrics, pod phases, readiness and CPU initialization, behaviors with per-direction
 tolerance, bounds, scale to zero, history, feature gates and the scale's own failures.
 
-Times are whole seconds at odd offsets from ``now``, so no generated time sits exactly on
+Times are whole seconds at offsets 2 or 3 modulo 5 from ``now``, so no generated time sits exactly on
 a boundary (an initialization period, a stabilization window): there upstream compares
 against its wall clock, a few milliseconds past ``now``, and ``decide`` against ``now``.
 """
@@ -15,6 +15,7 @@ from typing import Any
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 NS = "shop"
+UNKNOWN_ERROR = 'an error on the server ("unknown") has prevented the request from succeeding'
 JSON = dict[str, Any]
 
 
@@ -23,8 +24,9 @@ def ts(seconds_ago: float) -> str:
 
 
 def odd(rng: random.Random, low: int, high: int) -> int:
-    """A whole number of seconds that is never a round boundary."""
-    return rng.randrange(low, high) * 2 + 1 + (6 if rng.random() < 0.5 else 0)
+    """A whole number of seconds that is never a boundary: 2 or 3 modulo 5, while every
+    window, period and delay generated is 0 or 1 modulo 5."""
+    return rng.randrange(low, high) * 5 + rng.choice([2, 3])
 
 
 def milli(v: int) -> str:
@@ -58,7 +60,7 @@ class Generator:
         if r.random() < 0.97:
             pod["status"]["startTime"] = ts(started)
         if phase == "Running" or r.random() < 0.3:
-            transition = max(1, started - odd(r, 0, 40))
+            transition = min(started, odd(r, 0, 180))
             pod["status"]["conditions"] = [
                 {
                     "type": "Ready",
@@ -279,8 +281,10 @@ class Generator:
             }
         if r.random() < 0.04:
             snap["scaleUpdateError"] = "the server is currently unable to handle the request"
-        snap["podMetrics"] = [m for p in pods if (m := self.pod_metrics(p)) is not None]
-        snap["customMetrics"], snap["externalMetrics"], errors = self.metric_values(metrics, pods)
+        # the metrics APIs answer for the pods the scale's selector picks (app=web), as live
+        selected = [p for p in pods if p["metadata"]["labels"].get("app") == "web"]
+        snap["podMetrics"] = [m for p in selected if (m := self.pod_metrics(p)) is not None]
+        snap["customMetrics"], snap["externalMetrics"], errors = self.metric_values(metrics, selected)
         if errors:
             snap["metricErrors"] = errors
         history = self.history(current)
@@ -317,7 +321,7 @@ class Generator:
                         "message": r.choice(
                             [
                                 "the server could not find the requested resource",
-                                'an error on the server ("unknown") has prevented the request from succeeding',
+                                UNKNOWN_ERROR,
                             ]
                         ),
                     }

@@ -33,7 +33,7 @@ def test_string_selectors_match_like_apimachinery(text: str, matches: bool) -> N
 
 
 @pytest.mark.parametrize(
-    "text", ["cheddar cheese", "app=", "=web", "app in web", "app in ()", "a,", "Bad Key=x", "app=in valid"]
+    "text", ["cheddar cheese", "app=", "=web", "app in web", "app in (", "a,", "Bad Key=x", "app=in valid"]
 )
 def test_bad_selectors_raise_errors_naming_the_problem(text: str) -> None:
     if text == "app=":  # an empty value is valid
@@ -81,3 +81,27 @@ def test_go_string_form_matches_upstream_messages() -> None:
         "MatchExpressions:[]LabelSelectorRequirement{},}"
     )
     assert go_label_selector_string(None) == "nil"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("app=web,", "found '', expected: identifier after ','"),
+        ("a,,b", "found ',', expected: identifier after ','"),
+        ("=x", "found '=', expected: !, identifier, or 'end of string'"),
+        ("a b", "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"),
+        ("app in a", "unable to parse requirement: found 'a' expected: '('"),
+        ("app in (a", "unable to parse requirement: found '', expected: ',' or ')'"),
+        ("a=b=c", "found '=', expected: ',' or 'end of string'"),
+        ("a >= 1", "unable to parse requirement: found '=', expected: identifier"),
+    ],
+)
+def test_syntax_errors_say_what_apimachinery_says(text: str, message: str) -> None:
+    with pytest.raises(SelectorError) as e:
+        parse(text)
+    assert str(e.value) == message
+
+
+def test_empty_value_set_is_the_empty_value_as_in_apimachinery() -> None:
+    assert parse("app in ()").matches({"app": ""})
+    assert not parse("app in ()").matches({"app": "web"})
