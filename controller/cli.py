@@ -193,7 +193,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
                 if not informer.synced.wait(30):
                     raise KubeError(0, f"could not list {informer.path} within 30s: {informer.error}")
             observer = Observer(kube, RESTMapper(kube), hpas, pods, _settings(args))
-            snap = asyncio.run(observer.observe(namespace, name, None)).snapshot
+            history = _live_history(args.controller_url, namespace, name) if args.controller_url else None
+            snap = asyncio.run(observer.observe(namespace, name, history)).snapshot
         finally:
             pods.stop()
             hpas.stop()
@@ -202,6 +203,23 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         return 1
     print(yaml.safe_dump(snap, sort_keys=False), end="")
     return 0
+
+
+def _live_history(url: str, namespace: str, name: str) -> History | None:
+    """The running controller's memory of the HPA (its /debug/history endpoint)."""
+    import urllib.error
+    import urllib.request
+
+    from controller.engine.parse import parse_history_wire
+
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/debug/history/{namespace}/{name}", timeout=10) as r:
+            return parse_history_wire(json.loads(r.read()))
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            print(f"note: {url} has not reconciled {namespace}/{name}: no history", file=sys.stderr)
+            return None
+        raise
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -270,6 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
     s = sub.add_parser("snapshot", help="write the live snapshot of one HPA (YAML) to decide offline")
     s.add_argument("hpa", metavar="NAMESPACE/NAME")
+    s.add_argument(
+        "--controller-url",
+        help="the running controller's /metrics address (e.g. http://127.0.0.1:10258): its memory of "
+        "the HPA (recommendations, scale events) goes into the snapshot, so decide reproduces "
+        "the live decision exactly",
+    )
     _live_flags(s)
     s.set_defaults(func=cmd_snapshot)
     return p

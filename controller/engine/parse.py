@@ -338,3 +338,10 @@ def parse_snapshot(data: Any) -> Snapshot:
         scale_update_error=update_error,
         selecting_hpas=tuple(selecting),
     )
+
+
+def parse_history_wire(data: Any) -> History:
+    """A ``history`` document on its own (what the live controller's memory endpoint returns)."""
+    if not isinstance(data, dict):
+        raise SnapshotError("history", f"must be an object, got {_type_name(data)}")
+    return parse_history(_Reader(data, "history"))

@@ -25,6 +25,7 @@ from aiohttp import web
 from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from controller.engine.decision import history_to_wire
 from controller.engine.model import Settings
 from shared.durations import parse_time
 from shared.kube.client import Kube
@@ -316,8 +317,22 @@ async def run(opts: Options) -> int:
         )
 
     app = web.Application()
+
+    async def memory(request: web.Request) -> web.Response:
+        """What this controller remembers of one HPA (recommendations, scale events): the
+        `history` of its next snapshot, so `snapshot --controller-url` reproduces a live
+        decision exactly. 404 when it has not reconciled the HPA (yet)."""
+        key = (request.match_info["namespace"], request.match_info["name"])
+        history = reconciler.memory.get(key)
+        if history is None:
+            return web.json_response(
+                {"message": f"{key[0]}/{key[1]} has not been reconciled here"}, status=404
+            )
+        return web.json_response(history_to_wire(history))
+
     app.router.add_get("/healthz", health)
     app.router.add_get("/metrics", prom)
+    app.router.add_get("/debug/history/{namespace}/{name}", memory)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, opts.bind_address, opts.port).start()

@@ -136,3 +136,17 @@ def test_chain_feeds_history_to_the_next_snapshot(tmp_path: Path) -> None:
         {"replicas": 3, "timestamp": "2026-01-01T12:01:00Z"},
         {"replicas": 1, "timestamp": "2026-01-01T12:01:00Z"},
     ]
+
+
+def test_run_refuses_to_turn_off_a_locked_gate() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "controller", "run", "--feature-gates=HPAConfigurableTolerance=false"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert (
+        "cannot set feature gate HPAConfigurableTolerance to false, feature is locked to true" in proc.stderr
+    )

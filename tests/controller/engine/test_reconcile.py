@@ -105,6 +105,17 @@ def test_pods_claimed_by_two_hpas_are_an_ambiguous_selector_and_never_scale() ->
     assert (d.desired_replicas, d.rescale) == (3, False)
 
 
+def test_explain_keeps_the_ambiguous_selector_note() -> None:
+    from controller.engine.explain import explain
+
+    snap = snapshot(current=3, pod_metrics_=hot(3))
+    snap["selectingHPAs"] = ["default/web", "default/web-canary"]
+    parsed = parse_snapshot(snap)
+    text = explain(parsed, decide(parsed))
+    assert "pods are also selected by another HPA: default/web, default/web-canary" in text
+    assert "no scaling this round" in text
+
+
 def test_pods_claimed_by_this_hpa_alone_are_not_ambiguous() -> None:
     snap = snapshot(current=3, pod_metrics_=hot(3))
     snap["selectingHPAs"] = ["default/web"]

@@ -19,13 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from controller.engine import decide, parse_snapshot
 from localcluster import Cluster
 from tests.support import (
     AdapterProcess,
     Exporter,
     PrometheusProcess,
     cpu_deployment,
+    free_port,
     register_and_start_adapter,
     start_controller_process,
     stop_adapter,
@@ -731,4 +734,55 @@ def test_reconciled_once_per_sync_period_and_at_once_after_a_spec_change(
     finally:
         stop.set()
         ticker.join()
+        stop_controller(proc)
+
+
+def test_snapshot_with_the_controllers_memory_reproduces_the_live_status(
+    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    """`snapshot --controller-url` captures what the live reconcile saw -- the pods through the
+    same index, the scale, the metrics, and the controller's memory -- so `decide` on it
+    writes the very status the live controller wrote: conditions with reasons, messages and
+    transition times, current metrics, replicas; and emits nothing new."""
+    make_target(
+        cluster,
+        "repro-app",
+        2,
+        {**requests_spec(6), "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}},
+        labels={"repro": "true"},
+    )
+    for name in running_pods(cluster, "repro-app"):
+        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 9)  # 9 per pod against 10: keep 2
+    port = free_port()
+    proc, _ = start_controller(cluster, tmp_path, "--hpa-selector=repro", f"--port={port}")
+    try:
+        wait_until(
+            lambda: condition(cluster, "repro-app", "ScalingActive") == "True/ValidMetricFound",
+            timeout=60,
+            what="the live controller's steady state",
+        )
+        time.sleep(3)  # a few more reconciles: its memory holds several recommendations
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "controller",
+                "snapshot",
+                f"{NS}/repro-app",
+                f"--kubeconfig={cluster.kubeconfig}",
+                f"--controller-url=http://127.0.0.1:{port}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+            cwd=ROOT,
+        )
+        snap = yaml.safe_load(out.stdout)
+        assert len(snap["history"]["recommendations"]) >= 2  # the live memory, not a first sight
+        decided = decide(parse_snapshot(snap))
+        live = hpa(cluster, "repro-app")["status"]
+        assert (decided.rescale, [e.reason for e in decided.events]) == (False, [])
+        assert decided.status == live
+    finally:
         stop_controller(proc)
