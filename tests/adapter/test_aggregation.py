@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from localcluster import Cluster, service_account_kubeconfig
 
+from localcluster import Cluster, service_account_kubeconfig
 from tests.support import (
     AdapterProcess,
     Exporter,

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from localcluster import Cluster
 
+from localcluster import Cluster
 from tests.support import (
     AdapterProcess,
     Exporter,

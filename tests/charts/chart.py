@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from localcluster import Binaries, Cluster, cache_bin
 
 ROOT = Path(__file__).resolve().parents[2]

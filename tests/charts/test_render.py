@@ -13,10 +13,10 @@ import pytest
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
-from localcluster import Cluster
 
 from adapter.config import parse_config
 from adapter.default_rules import DEFAULT_RULES
+from localcluster import Cluster
 from tests.charts.chart import CHART, CI_VALUES, as_list, helm, of_kind, render, stand_in_crds
 
 URL = "--set=prometheus.url=http://prometheus.monitoring.svc:9090"

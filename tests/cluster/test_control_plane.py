@@ -6,6 +6,7 @@ import json
 import time
 
 import pytest
+
 from localcluster import Cluster
 
 pytestmark = pytest.mark.cluster
