@@ -22,6 +22,7 @@ from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
 from shared.kube.errors import KubeError
 from shared.logging import configure
+from shared.version import promhpa_version
 
 from .app import AdapterMetrics, build_app
 from .auth import Authenticator, add_client_ca, load_requestheader_config
@@ -142,6 +143,24 @@ def serve_parser() -> argparse.ArgumentParser:
 
 def _serve_flags(p: argparse.ArgumentParser) -> None:
     prometheus_flags(p)
+    p.add_argument("--version", action="version", version=f"promhpa-adapter {promhpa_version()}")
+    # prometheus-adapter's charts pass klog's flags; accepted so a migration needs no edit
+    p.add_argument(
+        "--v",
+        "-v",
+        type=int,
+        default=None,
+        metavar="N",
+        help="klog verbosity: 4 or more is --log-level=debug",
+    )
+    for klog_flag in ("--logtostderr", "--alsologtostderr"):
+        p.add_argument(
+            klog_flag,
+            nargs="?",
+            const="true",
+            default=None,
+            help="accepted for prometheus-adapter compatibility; logs always go to stderr",
+        )
     p.add_argument(
         "--config", help="rule file (prometheus-adapter format); prometheus-adapter's defaults if omitted"
     )
@@ -214,7 +233,15 @@ def load_rules(path: str | None) -> Config:
 
 
 async def serve(a: argparse.Namespace) -> int:
-    configure(json=a.log_format == "json", level=a.log_level)
+    level = "debug" if a.v is not None and a.v >= 4 else a.log_level
+    configure(json=a.log_format == "json", level=level)
+    ignored = [
+        f
+        for f, v in (("--logtostderr", a.logtostderr), ("--alsologtostderr", a.alsologtostderr))
+        if v is not None
+    ]
+    if ignored:
+        log.info("accepted for prometheus-adapter compatibility and ignored", flags=ignored)
     kube: Kube | None = None
     middlewares = []
     requestheader = None

@@ -93,7 +93,7 @@ class Providers:
             raise NotFound(
                 f"the custom metric {req.metric!r} is not served for {where}: no rule discovered a "
                 "matching series (check the rule's seriesQuery and name, or run "
-                "`python -m adapter check-config`)"
+                "`promhpa-adapter check-config`)"
             )
         names = await self._names(req)
         query, label = custom_query(

@@ -18,6 +18,8 @@ from controller.engine.gates import GateError, parse_gates
 from controller.engine.model import FeatureGates, History, Settings
 from controller.snapshot_files import SnapshotFileError, load_documents
 from shared.durations import DurationError, parse_duration
+from shared.kube.errors import KubeError
+from shared.version import promhpa_version
 
 EXIT_MALFORMED = 2
 
@@ -158,6 +160,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     try:
         return asyncio.run(run(opts))
+    except KubeError as e:  # startup: no usable credentials or API server, said in one line
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # e.g. the metrics port is in use
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 0
 
@@ -224,6 +232,7 @@ def _live_history(url: str, namespace: str, name: str) -> History | None:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m controller", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"promhpa-controller {promhpa_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser(
         "decide",

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import structlog
+from cachetools import TTLCache
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from controller.engine import Decision, decide, parse_snapshot
@@ -80,6 +81,7 @@ class Reconciler:
     selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
 
     def __post_init__(self) -> None:
+        self._warned: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=300)
         self.observer = Observer(
             self.kube,
             self.mapper,
@@ -133,6 +135,26 @@ class Reconciler:
         self._observe(namespace, name, decision, time.monotonic() - start)
         return decision
 
+    def _warn_failures(self, namespace: str, name: str, d: Decision) -> None:
+        """A reconcile that ends in a failure condition is a warning naming the HPA, the
+        reason and the message -- once per HPA and reason every 5 minutes, not every sync."""
+        for cond in d.status.get("conditions") or []:
+            reason = str(cond.get("reason", ""))
+            failing = cond.get("status") == "False" and (
+                reason.startswith("Failed")
+                or reason in ("InvalidSelector", "AmbiguousSelector", "InvalidMetricSourceType")
+            )
+            key = f"{namespace}/{name}|{reason}"
+            if failing and key not in self._warned:
+                self._warned[key] = True
+                log.warning(
+                    "HPA cannot scale",
+                    hpa=f"{namespace}/{name}",
+                    condition=cond.get("type"),
+                    reason=reason,
+                    message=cond.get("message"),
+                )
+
     def _observe(self, namespace: str, name: str, d: Decision, seconds: float) -> None:
         self.metrics.reconciliations.labels(d.action, d.error).inc()
         self.metrics.reconcile_seconds.labels(d.action, d.error).observe(seconds)
@@ -150,6 +172,7 @@ class Reconciler:
                     )
                 err = "none" if o.ok else o.error_kind
                 self.metrics.computations.labels(action, err, o.spec.type).inc()
+        self._warn_failures(namespace, name, d)
         log.info(
             "reconciled",
             hpa=f"{namespace}/{name}",

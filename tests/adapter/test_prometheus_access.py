@@ -133,3 +133,19 @@ def test_secure_mode_without_a_cluster_fails_clearly(tmp_path: object) -> None:
     )
     assert out.returncode == 2
     assert "cannot set up delegated authentication" in out.stdout + out.stderr
+
+
+def test_prometheus_adapters_klog_flags_are_accepted(prometheus: PrometheusProcess, tmp_path: object) -> None:
+    """prometheus-community's chart passes --v=4 and --logtostderr: a migration needs no edit."""
+    config = """
+rules:
+- seriesQuery: '{__name__="klog_flag_probe"}'
+  resources: {template: <<.Resource>>}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+    a = start_adapter(tmp_path, prometheus.url, config, "--v=4", "--logtostderr=true")  # type: ignore[arg-type]
+    try:
+        assert a.get("/apis/custom.metrics.k8s.io/v1beta2")[0] == 200
+        assert "accepted for prometheus-adapter compatibility and ignored" in a.log.read_text()
+    finally:
+        stop_adapter(a)

@@ -150,3 +150,29 @@ def test_run_refuses_to_turn_off_a_locked_gate() -> None:
     assert (
         "cannot set feature gate HPAConfigurableTolerance to false, feature is locked to true" in proc.stderr
     )
+
+
+def test_version_is_the_installed_distributions() -> None:
+    for module, name in (("controller", "promhpa-controller"), ("adapter", "promhpa-adapter")):
+        proc = subprocess.run(
+            [sys.executable, "-m", module, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"{name} "), proc.stdout
+
+
+def test_run_without_usable_credentials_is_one_clean_line(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "controller", "run", f"--kubeconfig={tmp_path / 'missing'}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("error: no usable Kubernetes credentials"), proc.stderr

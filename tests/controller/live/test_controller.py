@@ -683,6 +683,9 @@ def test_a_hung_adapter_slows_reconciles_without_stalling_them(
             reconciles = log.read_text().count("hpa=live/stall-app")
             time.sleep(5)
             assert log.read_text().count("hpa=live/stall-app") >= reconciles + 1  # still reconciling
+            warning = [line for line in log.read_text().splitlines() if "HPA cannot scale" in line]
+            assert warning, "a failing HPA is a warning in the logs"
+            assert "reason=FailedGetPodsMetric" in warning[0]
             assert replicas(cluster, "stall-app") == 2
         finally:
             os.kill(adapter.proc.pid, signal.SIGCONT)
