@@ -56,7 +56,7 @@ def test_chart_commands_are_the_distributions_scripts() -> None:
 def test_wheel_holds_every_package_and_both_commands(tmp_path: Path) -> None:
     src = tmp_path / "src"  # what the Dockerfile copies, built outside the work tree
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     for name in ("adapter", "controller", "shared"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
