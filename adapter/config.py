@@ -24,6 +24,11 @@ class ConfigError(ValueError):
     """A rule file problem; the message names file, line and key path."""
 
 
+# the fields prometheus-adapter's templates offer
+QUERY_FIELDS = frozenset({"Series", "LabelMatchers", "LabelValuesByName", "GroupBy", "GroupBySlice"})
+RESOURCE_FIELDS = frozenset({"Resource", "Group"})
+
+
 @dataclass(frozen=True)
 class GroupResource:
     group: str
@@ -67,6 +72,7 @@ class Rule:
     resources: Resources
     naming: Naming
     metrics_query: Template
+    line: int = 0  # of metricsQuery in the file, for messages about the query itself
 
 
 @dataclass(frozen=True)
@@ -150,12 +156,27 @@ class _Checker:
         except re.error as e:
             raise self.fail(node, path, f"invalid regular expression {text!r}: {e}") from None
 
-    def template(self, node: yaml.Node, path: str) -> Template:
+    def template(self, node: yaml.Node, path: str, fields: frozenset[str] = QUERY_FIELDS) -> Template:
+        """A ``<< >>`` template whose every field exists for its kind: prometheus-adapter
+        would fail at request time ("can't evaluate field ..."); we refuse at load."""
         text = self.string(node, path)
         try:
-            return Template.parse(text)
+            t = Template.parse(text)
         except TemplateError as e:
             raise self.fail(node, path, f"invalid template: {e}") from None
+        for name in sorted(t.fields() - fields):
+            hint = difflib.get_close_matches(name, sorted(fields), n=1)
+            raise self.fail(
+                node,
+                path,
+                f"unknown template field .{name}"
+                + (
+                    f" (did you mean .{hint[0]}?)"
+                    if hint
+                    else f" (known: {', '.join('.' + f for f in sorted(fields))})"
+                ),
+            )
+        return t
 
 
 def _kind(node: yaml.Node) -> str:
@@ -190,7 +211,7 @@ def _resources(c: _Checker, node: yaml.Node | None, path: str, external: bool) -
             )
     template = None
     if "template" in m:
-        template = c.template(m["template"], f"{path}.template")
+        template = c.template(m["template"], f"{path}.template", RESOURCE_FIELDS)
         if ".Resource" not in template.text:
             raise c.fail(m["template"], f"{path}.template", "must contain <<.Resource>>")
     namespaced = c.boolean(m["namespaced"], f"{path}.namespaced") if "namespaced" in m else True
@@ -260,6 +281,7 @@ def _rule(c: _Checker, node: yaml.Node, path: str, index: int, kind: str) -> Rul
         resources=resources,
         naming=_naming(c, m.get("name"), f"{path}.name"),
         metrics_query=c.template(m["metricsQuery"], f"{path}.metricsQuery"),
+        line=m["metricsQuery"].start_mark.line + 1,
     )
 
 

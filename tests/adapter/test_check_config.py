@@ -44,3 +44,60 @@ def test_shows_metrics_and_queries_with_a_prometheus(
     assert "pods/cc_requests_per_second" in out.stdout
     assert 'sum(rate(cc_requests_total{namespace="default",pod="example"}[2m])) by (pod)' in out.stdout
     assert "namespaces/cc_requests_per_second" in out.stdout
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    cfg = tmp_path / "rules.yaml"
+    cfg.write_text(text)
+    return cfg
+
+
+def test_misspelled_template_field_is_an_error_with_line_and_hint(tmp_path: Path) -> None:
+    cfg = write(
+        tmp_path,
+        """rules:
+- seriesQuery: 'x'
+  resources: {template: <<.Resource>>}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatcher>>})'
+""",
+    )
+    out = run(str(cfg))
+    assert out.returncode == 2
+    assert (
+        f"{cfg}:4: rules[0].metricsQuery: unknown template field .LabelMatcher (did you mean .LabelMatchers?)"
+        in out.stderr
+    )
+
+
+def test_unknown_resource_is_an_error_without_prometheus(tmp_path: Path) -> None:
+    cfg = write(
+        tmp_path,
+        """rules:
+- seriesQuery: 'x'
+  resources: {overrides: {namespace: {resource: namespacez}}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+""",
+    )
+    out = run(str(cfg))
+    assert out.returncode == 1
+    assert "unknown resource 'namespacezs' (did you mean 'namespaces'?)" in out.stderr
+    assert "skipped (no --prometheus-url)" in out.stdout
+
+
+def test_query_prometheus_rejects_is_an_error_with_prometheus_message(
+    tmp_path: Path, exporter: Exporter, prometheus: PrometheusProcess
+) -> None:
+    exporter.set('cc_broken{namespace="default",pod="web-0"}', 1)
+    wait_until(lambda: prometheus.query("cc_broken") != [], what="scrape")
+    cfg = write(
+        tmp_path,
+        """rules:
+- seriesQuery: '{__name__="cc_broken"}'
+  resources: {template: <<.Resource>>}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m]) by (<<.GroupBy>>)'
+""",
+    )
+    out = run(str(cfg), f"--prometheus-url={prometheus.url}")
+    assert out.returncode == 1, out.stdout
+    assert f"{cfg}:4: rules[0].metricsQuery: Prometheus rejects the rendered query" in out.stderr
+    assert "parse error" in out.stderr
