@@ -101,6 +101,7 @@ class Providers:
         )
         samples = await self.prometheus.query(query)
         wanted = set(names)
+        selector = _selector_json(req.metric_selector)  # once, not per item
         items = []
         for s in samples:
             obj = s.labels.get(label, "")
@@ -117,7 +118,7 @@ class Providers:
                     req.metric,
                     value,
                     s.timestamp,
-                    _selector_json(req.metric_selector),
+                    selector,
                 )
             )
         if req.name is not None and not items:

@@ -85,7 +85,7 @@ def _may_produce(rule: Rule, metric: str) -> bool:
 
 class Registry:
     def __init__(
-        self, config: Config, prometheus: PrometheusAPI, max_age: timedelta, negative_ttl: float = 10.0
+        self, config: Config, prometheus: PrometheusAPI, max_age: timedelta, negative_ttl: float = 2.0
     ) -> None:
         self.config = config
         self.prometheus = prometheus

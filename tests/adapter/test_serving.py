@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -206,6 +207,20 @@ def test_metric_appearing_after_start_is_served_on_demand(
     code, body = adapter.get(f"{CUSTOM}/namespaces/default/pods/web-0/fresh")
     assert code == 200  # relist interval is 1h: this came from the on-demand lookup
     assert body["items"][0]["value"] == "9"
+
+
+def test_metric_asked_for_before_it_exists_is_served_within_5s_of_appearing(
+    adapter: AdapterProcess, exporter: Exporter, prometheus: PrometheusProcess
+) -> None:
+    """A "not found" is remembered only briefly (2 s), so a new series that a controller was
+    already asking for is served within seconds, not after the next relist."""
+    path = f"{CUSTOM}/namespaces/default/pods/web-0/early"
+    assert adapter.get(path)[0] == 404  # asked for before the series exists
+    exporter.set('app_early{namespace="default",pod="web-0"}', 4)
+    wait_until(lambda: prometheus.query("app_early") != [], what="app_early scraped")
+    appeared = time.monotonic()
+    wait_until(lambda: adapter.get(path)[0] == 200, timeout=10, what="the new series served")
+    assert time.monotonic() - appeared < 5
 
 
 def test_own_metrics_and_health(adapter: AdapterProcess) -> None:
