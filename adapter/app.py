@@ -24,7 +24,7 @@ from .promapi import PrometheusAPI, PrometheusTimeout, PrometheusUnavailable
 from .promql import QueryError
 from .providers import ObjectLister, Providers
 from .registry import Registry
-from .requests import BadRequest, MetricRequest, NotFound, parse_path
+from .requests import REQUEST_INFO, BadRequest, MetricRequest, NotFound, parse_path
 from .templates import TemplateError
 from .wire import CUSTOM, EXTERNAL, VERSIONS, group_entry, resource_list, status
 
@@ -138,7 +138,7 @@ def build_app(
         group = request.match_info.get("group", "")
         code = 200
         try:
-            req = parse_path(request.rel_url.raw_path, dict(request.query))
+            req = parse_path(request.rel_url.raw_path, dict(request.query), request.get(REQUEST_INFO))
             return _json(await _dispatch(providers, req))
         except NotFound as e:
             code = 404

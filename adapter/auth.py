@@ -32,7 +32,7 @@ from cryptography.x509.oid import NameOID
 from shared.kube.client import Kube
 from shared.kube.errors import KubeError
 
-from .requests import BadRequest, RequestInfo, request_info
+from .requests import REQUEST_INFO, BadRequest, RequestInfo, request_info
 from .wire import status
 
 log = structlog.get_logger("adapter.auth")
@@ -209,7 +209,7 @@ class Authenticator:
             if request.path in OPEN_PATHS:
                 return await handler(request)
             try:
-                info = request_info(request.rel_url.raw_path)
+                info = request[REQUEST_INFO] = request_info(request.rel_url.raw_path)
             except BadRequest as e:  # the apiserver's HTTP server refuses such a URL outright
                 return web.json_response(status(400, "BadRequest", str(e)), status=400)
             try:

@@ -64,6 +64,9 @@ def decode_path(raw: str) -> str:
         raise BadRequest("the path is not valid UTF-8 after decoding") from None
 
 
+REQUEST_INFO = "promhpa.request_info"  # where authorization leaves its reading for the handler
+
+
 @dataclass(frozen=True)
 class RequestInfo:
     """What the kube-apiserver reads from a path (its ``request.RequestInfo``)."""
@@ -240,9 +243,10 @@ def _custom(
     )
 
 
-def parse_path(raw_path: str, query: dict[str, str]) -> MetricRequest:
-    """``metric_request(request_info(path))``; discovery paths included."""
-    info = request_info(raw_path)
+def parse_path(raw_path: str, query: dict[str, str], info: RequestInfo | None = None) -> MetricRequest:
+    """``metric_request(request_info(path))``, discovery paths included; ``info`` when the
+    authorization step has read the path already."""
+    info = info or request_info(raw_path)
     if info.is_resource is False:
         parts = info.path.strip("/").split("/")
         if len(parts) == 3 and parts[0] == "apis" and parts[1] in VERSIONS and parts[2] in VERSIONS[parts[1]]:

@@ -169,7 +169,22 @@ def world(
         for name in ("ns-reader", "cluster-reader", "nobody")
     }
     a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("boundary"), CONFIG)
+
+    def routed() -> bool:  # the aggregator may still be switching from an earlier adapter
+        out = cluster.kubectl("get", "--raw", EXT + f"/namespaces/{OWN}/bnd_queue", check=False)
+        return out.returncode == 0 and '"22"' not in out.stdout and '"11"' in out.stdout
+
+    ctx = ssl.create_default_context(cafile=str(cluster.pki / "ca.crt"))
+
+    def granted() -> bool:  # the apiserver's RBAC cache learns new bindings a moment later
+        path = EXT + f"/namespaces/{OWN}/bnd_queue"
+        return all(
+            get(cluster.server, path, tokens[u], ctx)[0] == 200 for u in ("ns-reader", "cluster-reader")
+        )
+
     try:
+        wait_until(routed, timeout=30, what="the aggregator routing to this adapter")
+        wait_until(granted, timeout=30, what="the new RoleBindings in effect")
         yield a, pods, tokens
     finally:
         stop_adapter(a)
