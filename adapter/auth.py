@@ -32,12 +32,11 @@ from cryptography.x509.oid import NameOID
 from shared.kube.client import Kube
 from shared.kube.errors import KubeError
 
+from .health import PROBE_PATHS, Handler
 from .requests import REQUEST_INFO, BadRequest, RequestInfo, request_info
 from .wire import status
 
 log = structlog.get_logger("adapter.auth")
-OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass(frozen=True)
@@ -206,7 +205,7 @@ class Authenticator:
     def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
         @web.middleware
         async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-            if request.path in OPEN_PATHS:
+            if request.path in PROBE_PATHS:  # open, as on every API server
                 return await handler(request)
             try:
                 info = request[REQUEST_INFO] = request_info(request.rel_url.raw_path)

@@ -22,23 +22,15 @@ from .queries import ObjectQuery, custom_query, external_query
 from .registry import index_series
 from .templates import TemplateError
 
-# core (v1) resources the API serves besides the well-known table: an override naming a
-# resource in no group must be one of these or of the table, or it is a typo
-_CORE = {
-    "bindings", "componentstatuses", "configmaps", "endpoints", "events", "limitranges",
-    "namespaces", "nodes", "persistentvolumeclaims", "persistentvolumes", "pods", "podtemplates",
-    "replicationcontrollers", "resourcequotas", "secrets", "serviceaccounts", "services",
-}  # fmt: skip
-
 
 def _resource_errors(path: str, rule: Rule) -> list[str]:
     """Overrides that name no resource the API serves (namespacez); a custom resource names
     its group, and is checked by the cluster, not here."""
     out = []
     for label, gr in rule.resources.overrides.items():
-        if gr.group or gr.resource in _CORE or known(gr) is not None:
+        if gr.group or known(gr) is not None:
             continue
-        hint = difflib.get_close_matches(gr.resource, sorted(_CORE | {r.plural for r in WELL_KNOWN}), n=1)
+        hint = difflib.get_close_matches(gr.resource, sorted(r.plural for r in WELL_KNOWN), n=1)
         out.append(
             f"{path}: {rule.kind}[{rule.index}].resources.overrides.{label}: unknown resource "
             f"{gr.resource!r}"
