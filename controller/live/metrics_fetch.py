@@ -35,7 +35,8 @@ async def _custom(
 ) -> list[dict[str, Any]]:
     """custom.metrics.k8s.io in the version its server prefers (v1beta2, or v1beta1 where
     only that is served), chosen through discovery as client-go's custom metrics client does."""
-    version = await asyncio.to_thread(mapper.preferred_version, CUSTOM)
+    # a thread (and discovery) only the first time: this runs for every metric of every HPA
+    version = mapper.cached_version(CUSTOM) or await asyncio.to_thread(mapper.preferred_version, CUSTOM)
     try:
         body = await kube.get(f"/apis/{CUSTOM}/{version}{path}", query, timeout)
     except NotFound:  # the APIService may have changed hands: ask discovery once more
@@ -126,4 +127,7 @@ async def fetch(
 
 
 async def _resource(mapper: RESTMapper, api_version: str, kind: str) -> str:
+    known = mapper.cached_resource(api_version, kind)  # well-known kinds need no thread
+    if known is not None:
+        return known
     return await asyncio.to_thread(mapper.resource_for, api_version, kind)

@@ -69,10 +69,10 @@ class RESTMapper:
 
     def resource_for(self, api_version: str, kind: str) -> str:
         """Plural resource for any kind (described objects of Object metrics need no scale)."""
-        gv = _group_version(api_version)
-        known = by_kind(gv.group, kind)
+        known = self.cached_resource(api_version, kind)
         if known is not None:
-            return known.plural
+            return known
+        gv = _group_version(api_version)
         try:
             for r in self.kube.get_sync(gv.path).get("resources", []):
                 if r["kind"] == kind and "/" not in r["name"]:
@@ -80,6 +80,20 @@ class RESTMapper:
         except KubeError:
             pass
         return kind.lower() + "s"
+
+    def cached_version(self, group: str) -> str | None:
+        """The preferred version already learned, without I/O (None: ask ``preferred_version``)."""
+        with self._lock:
+            return self._versions.get(group)
+
+    def cached_resource(self, api_version: str, kind: str) -> str | None:
+        """The plural of a well-known kind, without I/O (None: ask ``resource_for``)."""
+        try:
+            gv = GroupVersion.parse(api_version)
+        except GroupVersionError:
+            return None
+        known = by_kind(gv.group, kind)
+        return known.plural if known is not None else None
 
     def preferred_version(self, group: str, refresh: bool = False) -> str:
         """The version of ``group`` the API server prefers; NotFound if it serves none."""
