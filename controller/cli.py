@@ -305,7 +305,81 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _live_flags(s)
     s.set_defaults(func=cmd_snapshot)
+    c = sub.add_parser(
+        "compare",
+        help="a dry-run controller's decisions beside the owner's, per HPA (exit 1 if any differ)",
+    )
+    c.add_argument(
+        "--controller-url",
+        required=True,
+        help="the dry-run controller's /metrics address (e.g. http://127.0.0.1:10258)",
+    )
+    c.add_argument("hpa", nargs="?", metavar="NAMESPACE/NAME", help="one HPA (default: all)")
+    c.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    c.add_argument("--all", action="store_true", help="list agreeing HPAs too (default: differences only)")
+    c.set_defaults(func=cmd_compare)
     return p
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Where the dry-run controller's decision and the HPA owner's differ, and since when.
+
+    Reads the controller's /debug/shadow. A difference seen at fewer than three reconciles
+    running is shown as "settling" (the two controllers sync at different moments while the
+    metrics move); one still there at the third is a difference and makes the exit code 1.
+    """
+    import urllib.error
+    import urllib.request
+
+    url = f"{args.controller_url.rstrip('/')}/debug/shadow"
+    if args.hpa:
+        namespace, _, name = args.hpa.partition("/")
+        if not name:
+            print("error: give the HPA as NAMESPACE/NAME", file=sys.stderr)
+            return 2
+        url += f"/{namespace}/{name}"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            data = json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        detail = json.loads(e.read() or b"{}").get("message", e.reason)
+        print(f"error: {url}: {detail}", file=sys.stderr)
+        return 2
+    except (urllib.error.URLError, OSError) as e:
+        print(f"error: cannot reach the controller at {args.controller_url}: {e}", file=sys.stderr)
+        return 2
+    items = data.get("items", [])
+    differing = [i for i in items if i.get("differs")]
+    if args.output == "json":
+        print(json.dumps(data, indent=2))
+        return 1 if differing else 0
+    rows = [["HPA", "PROMHPA", "OWNER", "STATE", "SINCE", "DIFFERENCES"]]
+    for i in items:
+        state = "differs" if i.get("differs") else "settling" if i.get("differences") else "agrees"
+        if not i.get("ownerStatus", {}).get("conditions"):
+            state = "no owner status"
+        if state == "agrees" and not args.all:
+            continue
+        rows.append(
+            [
+                f"{i['namespace']}/{i['name']}",
+                str(i.get("desiredReplicas")),
+                str(i.get("ownerDesiredReplicas")),
+                state,
+                i.get("differingSince") or "-",
+                "; ".join(i.get("differences") or []) or "-",
+            ]
+        )
+    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]) - 1)]
+    for r in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    agree = sum(1 for i in items if not i.get("differences"))
+    print(
+        f"{len(items)} HPAs compared: {agree} agree, {len(differing)} differ, "
+        f"{len(items) - agree - len(differing)} settling; "
+        f"{data.get('differencesTotal', 0)} differences since the controller started"
+    )
+    return 1 if differing else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

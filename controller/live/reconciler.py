@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,6 +28,7 @@ from shared.kube.informer import Informer
 
 from .hpa_selectors import SelectorRegistry
 from .observe import Observer
+from .shadow import Shadow
 from .writer import EventRecorder, update_status
 
 log = structlog.get_logger("controller")
@@ -63,6 +64,24 @@ class ControllerMetrics:
             ["namespace", "name"],
             registry=r,
         )
+        self.shadow_differs = Gauge(
+            "promhpa_controller_shadow_differs",
+            "Dry run: 1 while the decision differs from the owner's (three reconciles running)",
+            ["namespace", "name"],
+            registry=r,
+        )
+        self.shadow_differs_since = Gauge(
+            "promhpa_controller_shadow_differs_since_timestamp_seconds",
+            "Dry run: when the current difference from the owner's decision began (0: none)",
+            ["namespace", "name"],
+            registry=r,
+        )
+        self.shadow_comparisons = Counter(
+            "promhpa_controller_shadow_comparisons_total",
+            "Dry run: decisions compared with the owner's status",
+            ["result"],
+            registry=r,
+        )
 
 
 @dataclass
@@ -79,6 +98,7 @@ class Reconciler:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     memory: dict[tuple[str, str], History] = field(default_factory=dict)
     selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
+    shadow: Shadow = field(default_factory=Shadow)
 
     def __post_init__(self) -> None:
         self._warned: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=300)
@@ -103,10 +123,17 @@ class Reconciler:
         if self.hpas.get(namespace, name) is None:
             self.memory.pop(key, None)  # deleted: forget it and its selector, as upstream does
             self.selectors.remove(key)
+            if key in self.shadow.comparisons:
+                self.shadow.comparisons.pop(key, None)
+                self.metrics.shadow_differs.remove(namespace, name)
+                self.metrics.shadow_differs_since.remove(namespace, name)
             return None
         start = time.monotonic()
         snap, hpa, scale_path = await self.snapshot(namespace, name)
-        decision = decide(parse_snapshot(snap))
+        parsed = parse_snapshot(snap)
+        if self.dry_run:  # the owner's rescales, not ours, count against its rate limits
+            parsed = replace(parsed, history=self.shadow.follow_owner(key, parsed.history, parsed.behavior))
+        decision = decide(parsed)
         if decision.rescale and not self.dry_run and scale_path is not None:
             scale = {
                 **snap["scale"],
@@ -117,10 +144,21 @@ class Reconciler:
             except KubeError as e:
                 snap["scaleUpdateError"] = e.message
                 decision = decide(parse_snapshot(snap))
-        self.memory[key] = decision.history
+        if self.dry_run:  # our recommendations, the owner's scale events
+            self.memory[key] = replace(
+                decision.history,
+                scale_up_events=parsed.history.scale_up_events,
+                scale_down_events=parsed.history.scale_down_events,
+            )
+            self._compare(key, decision, hpa)
+        else:
+            self.memory[key] = decision.history
         for event in decision.events:
+            reason, message = event.reason, event.message
+            if self.dry_run:  # never claim a rescale that did not happen
+                reason, message = dry_run_event(reason, message)
             try:
-                await self.recorder.record(hpa, event.type, event.reason, event.message)
+                await self.recorder.record(hpa, event.type, reason, message)
             except KubeError as e:
                 log.warning(
                     "event not recorded", hpa=f"{namespace}/{name}", reason=event.reason, error=str(e)
@@ -134,6 +172,17 @@ class Reconciler:
                     await self.recorder.record(hpa, "Warning", "FailedUpdateStatus", e.message)
         self._observe(namespace, name, decision, time.monotonic() - start)
         return decision
+
+    def _compare(self, key: tuple[str, str], decision: Decision, hpa: dict[str, Any]) -> None:
+        c = self.shadow.compare(key, decision.status, dict(hpa.get("status") or {}), self.clock())
+        if not c.owner_status.get("conditions"):
+            return  # the owner has not decided yet: nothing to compare with
+        self.metrics.shadow_comparisons.labels("differ" if c.differences else "agree").inc()
+        self.metrics.shadow_differs.labels(*key).set(1 if c.persistent else 0)
+        since = c.differing_since.timestamp() if c.persistent and c.differing_since else 0
+        self.metrics.shadow_differs_since.labels(*key).set(since)
+        if c.persistent:
+            log.warning("dry run differs from the owner", hpa=f"{key[0]}/{key[1]}", differences=c.differences)
 
     def _warn_failures(self, namespace: str, name: str, d: Decision) -> None:
         """A reconcile that ends in a failure condition is a warning naming the HPA, the
@@ -183,3 +232,10 @@ class Reconciler:
             reason=d.rescale_reason or None,
             seconds=round(seconds, 4),
         )
+
+
+def dry_run_event(reason: str, message: str) -> tuple[str, str]:
+    """A dry run's event says so in its reason, and a rescale it only decided is a "would"."""
+    if reason == "SuccessfulRescale":
+        return "DryRunWouldRescale", f"would rescale (dry run, nothing written): {message}"
+    return f"DryRun{reason}", message

@@ -34,7 +34,9 @@ from shared.kube.errors import Forbidden, KubeError, NotFound, Unauthorized
 from shared.kube.informer import Informer, without_managed_fields
 
 from .reconciler import ControllerMetrics, Reconciler
-from .writer import EventRecorder
+from .writer import COMPONENT, EventRecorder
+
+DRY_RUN_COMPONENT = "promhpa"
 
 log = structlog.get_logger("controller")
 
@@ -288,6 +290,8 @@ async def run(opts: Options) -> int:
             generations[key] = generation
         known = previous is not None or kind == "MODIFIED"  # a relist re-reports what we know
         same_spec = previous == generation or not opts.settings.feature_gates.hpa_generation
+        if opts.dry_run:
+            reconciler.shadow.observe_hpa(kind, obj, datetime.now(UTC))
         if kind != "DELETED" and known and same_spec:
             loop.call_soon_threadsafe(queue.add_rate_limited, key, opts.sync_period)
         else:
@@ -302,7 +306,7 @@ async def run(opts: Options) -> int:
         hpas,
         pods,
         opts.settings,
-        EventRecorder(kube),
+        EventRecorder(kube, component=DRY_RUN_COMPONENT if opts.dry_run else COMPONENT),
         metrics,
         dry_run=opts.dry_run,
         metrics_timeout=opts.metrics_timeout,
@@ -330,7 +334,30 @@ async def run(opts: Options) -> int:
             )
         return web.json_response(history_to_wire(history))
 
+    async def shadow(request: web.Request) -> web.Response:
+        """Dry run: each HPA's would-be status beside its owner's, and where they differ
+        (`python -m controller compare` reads this). 404 when not in dry run."""
+        if not opts.dry_run:
+            return web.json_response({"message": "this controller is not running with --dry-run"}, status=404)
+        ns, name = request.match_info.get("namespace"), request.match_info.get("name")
+        items = [
+            c.to_wire()
+            for key, c in sorted(reconciler.shadow.comparisons.items())
+            if ns is None or key == (ns, name)
+        ]
+        if ns is not None and not items:
+            return web.json_response({"message": f"{ns}/{name} has not been reconciled here"}, status=404)
+        return web.json_response(
+            {
+                "syncPeriodSeconds": opts.sync_period,
+                "differencesTotal": reconciler.shadow.differences_total,
+                "items": items,
+            }
+        )
+
     app.router.add_get("/healthz", health)
+    app.router.add_get("/debug/shadow", shadow)
+    app.router.add_get("/debug/shadow/{namespace}/{name}", shadow)
     app.router.add_get("/metrics", prom)
     app.router.add_get("/debug/history/{namespace}/{name}", memory)
     runner = web.AppRunner(app, access_log=None)

@@ -1,6 +1,6 @@
 """Writes: the scale subresource, HPA status (only when it changed, retrying conflicts) and
-Events from ``horizontal-pod-autoscaler``, aggregated like client-go's recorder (a repeat of
-the same event bumps its count instead of creating another)."""
+Events from ``horizontal-pod-autoscaler`` (``promhpa`` in a dry run), aggregated like
+client-go's recorder (a repeat of the same event bumps its count instead of creating another)."""
 
 from __future__ import annotations
 
@@ -41,8 +41,9 @@ async def update_status(kube: Kube, hpa: dict[str, Any], status: dict[str, Any],
 
 
 class EventRecorder:
-    def __init__(self, kube: Kube, ttl: float = 600) -> None:
+    def __init__(self, kube: Kube, ttl: float = 600, component: str = COMPONENT) -> None:
         self.kube = kube
+        self.component = component  # a dry run's events are promhpa's own, never the built-in's
         self._seen: TTLCache[str, dict[str, Any]] = TTLCache(maxsize=10_000, ttl=ttl)
 
     async def record(self, hpa: dict[str, Any], type_: str, reason: str, message: str) -> None:
@@ -76,11 +77,11 @@ class EventRecorder:
             "type": type_,
             "reason": reason,
             "message": message,
-            "source": {"component": COMPONENT},
+            "source": {"component": self.component},
             "firstTimestamp": now,
             "lastTimestamp": now,
             "count": 1,
-            "reportingComponent": COMPONENT,
+            "reportingComponent": self.component,
         }
         try:
             self._seen[key] = await self.kube.post(f"/api/v1/namespaces/{ns}/events", event)

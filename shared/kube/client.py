@@ -20,6 +20,8 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
+from shared.version import promhpa_version
+
 from .errors import KubeError, Timeout, from_status
 
 
@@ -40,7 +42,10 @@ def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
     # no hidden retries: urllib3's default (3, each waiting out the timeout) turned a 2 s
     # metrics timeout into 8 s; every caller here retries on its own schedule
     conf.retries = 0
-    return kubernetes.client.ApiClient(conf)
+    api = kubernetes.client.ApiClient(conf)
+    # audit logs and managedFields name us, not the generated client
+    api.user_agent = f"promhpa/{promhpa_version()}"
+    return api
 
 
 @dataclass

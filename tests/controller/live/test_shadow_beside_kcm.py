@@ -1,0 +1,391 @@
+"""Shadow mode beside kube-controller-manager's own HPA controller (v1.37.2, the real binary).
+
+kcm runs with only its HPA controller and owns nine varied HPAs (Pods, Object, External and
+CPU metrics; rate-limit policies up and down, percent policies with selectPolicy Min, a
+disabled direction, a cap, a missing metric); promhpa runs beside it with ``--dry-run``.
+Both read the same metrics through the aggregator from the same adapter; a load driver
+spreads each app's total load over its running pods (the load does not grow with the
+replicas), in three phases. promhpa must find no difference in desired replicas or any
+condition's status and reason, must write nothing, and its events must be its own.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcluster import Cluster
+from localcluster.tools import Binaries
+from tests.support import (
+    ROOT,
+    AdapterProcess,
+    Exporter,
+    PrometheusProcess,
+    cpu_deployment,
+    free_port,
+    register_and_start_adapter,
+    start_controller_process,
+    stop_adapter,
+    stop_process,
+    wait_http,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+NS = "shadow"
+SYNC = "2s"
+STABILIZATION = "10s"
+CONFIG = """
+rules:
+- seriesQuery: '{__name__=~"^shadow_.*",namespace!="",pod!=""}'
+  resources:
+    overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
+  name: {matches: "^shadow_(.*)$", as: "${1}"}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+- seriesQuery: '{__name__="shadow_service_rps",namespace!="",service!=""}'
+  resources:
+    overrides: {namespace: {resource: namespace}, service: {resource: service}}
+  name: {matches: "^shadow_(.*)$", as: "${1}"}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+externalRules:
+- seriesQuery: '{__name__="shadow_queue_depth"}'
+  resources:
+    overrides: {namespace: {resource: namespace}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+resourceRules:
+  cpu:
+    containerQuery: 'sum(shadow_container_cpu_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+    nodeQuery: 'sum(shadow_node_cpu_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+    resources:
+      overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}
+    containerLabel: container
+  window: 1s
+"""
+
+POD_METRIC = {
+    "type": "Pods",
+    "pods": {"metric": {"name": "requests"}, "target": {"type": "AverageValue", "averageValue": "10"}},
+}
+
+
+def rules(window: int, *policies: tuple[str, int, int], select: str = "Max") -> dict[str, Any]:
+    return {
+        "stabilizationWindowSeconds": window,
+        "selectPolicy": select,
+        "policies": [{"type": t, "value": v, "periodSeconds": p} for t, v, p in policies],
+    }
+
+
+# name -> (HPA spec without scaleTargetRef, total load per phase)
+HPAS: dict[str, tuple[dict[str, Any], tuple[float, float, float]]] = {
+    "plain": ({"minReplicas": 1, "maxReplicas": 8, "metrics": [POD_METRIC]}, (25, 60, 12)),
+    "ratelimited": (
+        {
+            "minReplicas": 1,
+            "maxReplicas": 8,
+            "metrics": [POD_METRIC],
+            "behavior": {"scaleUp": rules(0, ("Pods", 1, 10)), "scaleDown": rules(0, ("Pods", 1, 6))},
+        },
+        (25, 70, 5),
+    ),
+    "percent": (
+        {
+            "minReplicas": 1,
+            "maxReplicas": 10,
+            "metrics": [POD_METRIC],
+            "behavior": {
+                "scaleUp": rules(0, ("Percent", 50, 8), ("Pods", 1, 8), select="Min"),
+                "scaleDown": rules(6, ("Percent", 50, 8)),
+            },
+        },
+        (30, 90, 10),
+    ),
+    "disabled": (
+        {
+            "minReplicas": 1,
+            "maxReplicas": 6,
+            "metrics": [POD_METRIC],
+            "behavior": {"scaleDown": {"selectPolicy": "Disabled"}},
+        },
+        (20, 40, 5),
+    ),
+    "capped": ({"minReplicas": 1, "maxReplicas": 2, "metrics": [POD_METRIC]}, (15, 80, 80)),
+    "object": (
+        {
+            "minReplicas": 1,
+            "maxReplicas": 6,
+            "metrics": [
+                {
+                    "type": "Object",
+                    "object": {
+                        "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "frontend"},
+                        "metric": {"name": "service_rps"},
+                        "target": {"type": "Value", "value": "100"},
+                    },
+                }
+            ],
+        },
+        (150, 400, 50),
+    ),
+    "external": (
+        {
+            "minReplicas": 1,
+            "maxReplicas": 6,
+            "metrics": [
+                {
+                    "type": "External",
+                    "external": {
+                        "metric": {
+                            "name": "shadow_queue_depth",
+                            "selector": {"matchLabels": {"queue": "jobs"}},
+                        },
+                        "target": {"type": "AverageValue", "averageValue": "20"},
+                    },
+                }
+            ],
+        },
+        (30, 95, 10),
+    ),
+    "cpu": (
+        {
+            "minReplicas": 1,
+            "maxReplicas": 6,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}},
+                }
+            ],
+        },
+        (0.08, 0.2, 0.03),
+    ),
+    "nodata": (
+        {
+            "minReplicas": 1,
+            "maxReplicas": 4,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "absent"},
+                        "target": {"type": "AverageValue", "averageValue": "1"},
+                    },
+                }
+            ],
+        },
+        (0, 0, 0),
+    ),
+}
+PHASE_SECONDS = (25, 40, 40)
+
+
+class LoadDriver(threading.Thread):
+    """Spreads each app's total load over its running pods once a second (the load does
+    not depend on how many replicas serve it)."""
+
+    def __init__(self, cluster: Cluster, exporter: Exporter) -> None:
+        super().__init__(daemon=True)
+        self.cluster, self.exporter = cluster, exporter
+        self.phase = 0
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(1):
+            self.apply()
+
+    def apply(self) -> None:
+        out = self.cluster.kubectl("-n", NS, "get", "pods", "-o", "json", check=False).stdout
+        pods: dict[str, list[str]] = {}
+        for p in json.loads(out or '{"items": []}').get("items", []):
+            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp"):
+                pods.setdefault(p["metadata"]["labels"].get("app", ""), []).append(p["metadata"]["name"])
+        e = self.exporter
+        for app, (_, loads) in HPAS.items():
+            total, names = loads[self.phase], pods.get(app, [])
+            if app in ("object", "external", "nodata"):
+                continue
+            for pod in names:
+                if app == "cpu":
+                    e.set(
+                        f'shadow_container_cpu_cores{{namespace="{NS}",pod="{pod}",container="app"}}',
+                        total / len(names),
+                    )
+                else:
+                    e.set(f'shadow_requests{{namespace="{NS}",pod="{pod}"}}', total / len(names))
+        e.set(f'shadow_service_rps{{namespace="{NS}",service="frontend"}}', HPAS["object"][1][self.phase])
+        e.set(f'shadow_queue_depth{{namespace="{NS}",queue="jobs"}}', HPAS["external"][1][self.phase])
+
+
+@pytest.fixture(scope="module")
+def adapter(
+    cluster: Cluster,
+    exporter: Exporter,
+    prometheus: PrometheusProcess,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[AdapterProcess]:
+    exporter.set(f'shadow_requests{{namespace="{NS}",pod="seed"}}', 0)
+    exporter.set(f'shadow_service_rps{{namespace="{NS}",service="frontend"}}', 0)
+    exporter.set(f'shadow_queue_depth{{namespace="{NS}",queue="jobs"}}', 0)
+    wait_until(lambda: prometheus.query("shadow_queue_depth") != [], what="scrape")
+    a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("adapter"), CONFIG)
+    yield a
+    stop_adapter(a)
+
+
+def start_kcm(cluster: Cluster, log: Path) -> subprocess.Popen[bytes]:
+    """A second kube-controller-manager that runs only the HPA controller."""
+    out = open(log, "ab")  # noqa: SIM115 - owned by the child
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            Binaries().controller_manager,
+            f"--kubeconfig={cluster.kubeconfig}",
+            f"--authentication-kubeconfig={cluster.kubeconfig}",
+            f"--authorization-kubeconfig={cluster.kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            "--controllers=horizontal-pod-autoscaler-controller",
+            "--leader-elect=false",
+            f"--horizontal-pod-autoscaler-sync-period={SYNC}",
+            f"--horizontal-pod-autoscaler-downscale-stabilization={STABILIZATION}",
+            "--v=2",
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
+    out.close()
+    return proc
+
+
+def shadow(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{url}/debug/shadow", timeout=10) as r:
+        return dict(json.loads(r.read()))
+
+
+def make_apps(cluster: Cluster) -> None:
+    cluster.kubectl("create", "namespace", NS, check=False)
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "frontend", "namespace": NS},
+            "spec": {"ports": [{"port": 80}]},
+        }
+    ]
+    for app in HPAS:
+        objects.append(cpu_deployment(NS, app))
+    cluster.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+    )
+    wait_until(
+        lambda: all(
+            d.get("status", {}).get("readyReplicas") == 1
+            for d in json.loads(cluster.kubectl("-n", NS, "get", "deployments", "-o", "json").stdout)["items"]
+        ),
+        timeout=90,
+        what="one ready pod per app",
+    )
+
+
+def make_hpas(cluster: Cluster) -> None:
+    items = [
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": app, "namespace": NS},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app}, **spec},
+        }
+        for app, (spec, _) in HPAS.items()
+    ]
+    cluster.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    )
+
+
+def test_dry_run_beside_kube_controller_manager_finds_no_difference(
+    cluster: Cluster, exporter: Exporter, adapter: AdapterProcess, tmp_path: Path
+) -> None:
+    make_apps(cluster)
+    driver = LoadDriver(cluster, exporter)
+    driver.apply()
+    driver.start()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    ours = start_controller_process(
+        cluster.kubeconfig,
+        tmp_path / "promhpa.log",
+        "--dry-run",
+        f"--port={port}",
+        f"--horizontal-pod-autoscaler-sync-period={SYNC}",
+        f"--horizontal-pod-autoscaler-downscale-stabilization={STABILIZATION}",
+        "--log-format=console",
+    )
+    kcm = start_kcm(cluster, tmp_path / "kcm.log")
+    try:
+        wait_http(f"{url}/healthz", "the dry-run controller")
+        make_hpas(cluster)
+        for phase, seconds in enumerate(PHASE_SECONDS):
+            driver.phase = phase
+            time.sleep(seconds)
+        result = shadow(url)
+        compare = subprocess.run(
+            [sys.executable, "-m", "controller", "compare", f"--controller-url={url}", "--all"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        print(compare.stdout)
+        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
+            counts = [
+                ln
+                for ln in r.read().decode().splitlines()
+                if ln.startswith("promhpa_controller_shadow_comparisons_total")
+            ]
+        print("\n".join(counts))
+        items = {i["name"]: i for i in result["items"]}
+        assert set(items) == set(HPAS)
+        assert all(i["ownerStatus"].get("conditions") for i in items.values()), "kcm decided every HPA"
+        assert result["differencesTotal"] == 0, compare.stdout
+        assert compare.returncode == 0, compare.stdout + compare.stderr
+        # the paths that matter were taken: kcm rescaled under rate limits, which our memory followed
+        with urllib.request.urlopen(f"{url}/debug/history/{NS}/ratelimited", timeout=10) as r:
+            history = json.loads(r.read())
+        assert history.get("scaleUpEvents"), history
+        assert history.get("scaleDownEvents"), history
+        assert items["capped"]["status"]["desiredReplicas"] == 2
+        reasons = {c["type"]: c["reason"] for c in items["nodata"]["status"]["conditions"]}
+        assert reasons["ScalingActive"] == "FailedGetPodsMetric"
+        # promhpa wrote nothing (no HPA or Deployment names it as a field manager) and its
+        # events are its own
+        for kind in ("hpa", "deployments"):
+            objs = json.loads(
+                cluster.kubectl("-n", NS, "get", kind, "--show-managed-fields", "-o", "json").stdout
+            )
+            managers = {
+                m.get("manager") for o in objs["items"] for m in o["metadata"].get("managedFields", [])
+            }
+            assert "promhpa" not in managers, managers
+        events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
+        mine = [e for e in events if e.get("source", {}).get("component") == "promhpa"]
+        assert mine
+        assert all(e["reason"].startswith("DryRun") for e in mine)
+        assert not any(
+            e["reason"] == "SuccessfulRescale"
+            and e.get("source", {}).get("component") != "horizontal-pod-autoscaler"
+            for e in events
+        )
+    finally:
+        driver.stopped.set()
+        stop_process(ours, timeout=10)
+        stop_process(kcm, timeout=10)
+        print((tmp_path / "promhpa.log").read_text()[-3000:])
+        cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
