@@ -33,6 +33,7 @@ from .health import Health, ProbeServer
 from .objects import ObjectCache
 from .prometheus import Prometheus, PrometheusSettings
 from .registry import Registry
+from .rules_webhook import WEBHOOK_PATH
 from .tls import self_signed, server_context
 
 log = structlog.get_logger("adapter")
@@ -197,6 +198,17 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         default=400,
         help="API requests handled at once; more get 429 with Retry-After (default 400; 0: no limit)",
     )
+    p.add_argument(
+        "--rules-webhook",
+        action="store_true",
+        help=f"serve POST {WEBHOOK_PATH}: an admission webhook that refuses a rules ConfigMap "
+        "check-config would fail (the chart registers it)",
+    )
+    p.add_argument(
+        "--rules-webhook-key",
+        default="config.yaml",
+        help="the ConfigMap key holding the rules (default config.yaml)",
+    )
     p.add_argument("--tls-cert-file")
     p.add_argument("--tls-private-key-file")
     p.add_argument(
@@ -280,6 +292,8 @@ async def serve(a: argparse.Namespace) -> int:
         middlewares=middlewares,
         health=health,
         max_inflight=a.max_requests_inflight,
+        rules_webhook_key=a.rules_webhook_key if a.rules_webhook else None,
+        max_age=a.metrics_max_age or a.metrics_relist_interval,
     )
     if a.tls_cert_file and a.tls_private_key_file:
         cert, key = Path(a.tls_cert_file), Path(a.tls_private_key_file)

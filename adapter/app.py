@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 import structlog
@@ -25,6 +26,7 @@ from .promql import QueryError
 from .providers import ObjectLister, Providers
 from .registry import Registry
 from .requests import REQUEST_INFO, BadRequest, MetricRequest, NotFound, parse_path
+from .rules_webhook import WEBHOOK_PATH, rules_webhook
 from .templates import TemplateError
 from .wire import CUSTOM, EXTERNAL, VERSIONS, group_entry, resource_list, status
 
@@ -114,6 +116,8 @@ def build_app(
     middlewares: list[Callable[..., Awaitable[web.StreamResponse]]] | None = None,
     health: Health | None = None,
     max_inflight: int = 400,
+    rules_webhook_key: str | None = None,
+    max_age: timedelta = timedelta(minutes=10),
 ) -> web.Application:
     m = metrics or AdapterMetrics()
     health = health or Health()
@@ -162,6 +166,8 @@ def build_app(
 
     probe_routes(app, health)  # also on --health-port, where load cannot delay them
     app.router.add_get("/metrics", own_metrics)
+    if rules_webhook_key is not None:
+        app.router.add_post(WEBHOOK_PATH, rules_webhook(prometheus, max_age, rules_webhook_key))
     app.router.add_get("/apis", apis)
     app.router.add_get("/apis/", apis)
     app.router.add_get("/apis/{group}", api_group)

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import difflib
 import sys
+from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 
 from shared.kube.resources import WELL_KNOWN
 
-from .config import ConfigError, Rule, load_config
+from .config import ConfigError, Rule, parse_config
 from .naming import ResourceMapper, known
-from .promapi import PrometheusAPI, PrometheusUnavailable
+from .promapi import PrometheusAPI, PrometheusRejected, PrometheusUnavailable
 from .promql import QueryError
 from .queries import ObjectQuery, custom_query, external_query
 from .registry import index_series
@@ -52,59 +54,98 @@ def _example(rule: Rule, metric: str, series: str, resource: object) -> str:
         return f"(cannot build a query: {e})"
 
 
+@dataclass
+class Verdict:
+    """What a rule file is worth: errors (it can never work), the report a person reads,
+    and what could not be checked (no Prometheus, or Prometheus unreachable)."""
+
+    errors: list[str] = field(default_factory=list)
+    report: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    unverified: list[str] = field(default_factory=list)  # Prometheus could not answer
+    invalid_file: bool = False
+
+
+async def validate(text: str, source: str, prom: PrometheusAPI | None, max_age: timedelta) -> Verdict:
+    """Every check a rule file can get: syntax, keys and template fields (names line and key),
+    resources, and -- with a Prometheus -- discovery and Prometheus' own parser on each rule's
+    rendered query. ``check-config`` prints it; the rules webhook denies a ConfigMap by it."""
+    v = Verdict()
+    try:
+        config = parse_config(text, source)
+    except ConfigError as e:
+        v.errors.append(str(e))
+        v.invalid_file = True
+        return v
+    rules = config.rules + config.external_rules
+    v.errors += [err for rule in rules for err in _resource_errors(source, rule)]
+    v.report.append(
+        f"{source}: {len(config.rules)} custom rule(s), {len(config.external_rules)} external rule(s), "
+        f"resource rules {'present' if config.resource_rules else 'absent'}"
+    )
+    if prom is None:
+        v.report.append("  checked: syntax, keys, regular expressions, template fields, resources")
+        v.skipped.append("series discovery, and Prometheus parsing each query")
+        v.report.append(f"  skipped (no --prometheus-url): {v.skipped[-1]}")
+        return v
+    for rule in rules:
+        await _check_rule(v, source, rule, prom, max_age)
+    return v
+
+
 async def check_config(path: str, prom: PrometheusAPI | None, max_age: timedelta) -> int:
     """0: every check passed; 1: a rule can never work (an unknown resource, a query
     Prometheus refuses, Prometheus unreachable); 2: the file itself is invalid."""
     try:
-        config = load_config(path)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
+        text = Path(path).read_text()
+    except OSError as e:
+        print(f"error: cannot read {path}: {e.strerror}", file=sys.stderr)
         return 2
-    rules = config.rules + config.external_rules
-    errors = [err for rule in rules for err in _resource_errors(path, rule)]
-    print(
-        f"{path}: {len(config.rules)} custom rule(s), {len(config.external_rules)} external rule(s), "
-        f"resource rules {'present' if config.resource_rules else 'absent'}"
-    )
-    if prom is None:
-        print("  checked: syntax, keys, regular expressions, template fields, resources")
-        print("  skipped (no --prometheus-url): series discovery, and Prometheus parsing each query")
-    else:
-        for rule in rules:
-            errors += await _check_rule(path, rule, prom, max_age)
+    v = await validate(text, path, prom, max_age)
+    for line in v.report:
+        print(line)
+    errors = v.errors + v.unverified  # here, unproven counts as failed
     for err in errors:
         print(f"error: {err}", file=sys.stderr)
+    if v.invalid_file:
+        return 2
     print("OK" if not errors else f"{len(errors)} error(s)")
     return 1 if errors else 0
 
 
-async def _check_rule(path: str, rule: Rule, prom: PrometheusAPI, max_age: timedelta) -> list[str]:
+async def _check_rule(v: Verdict, path: str, rule: Rule, prom: PrometheusAPI, max_age: timedelta) -> None:
     where = f"{path}:{rule.line}: {rule.kind}[{rule.index}].metricsQuery"
-    print(f"\n{rule.kind}[{rule.index}]: seriesQuery {rule.series_query}")
+    v.report.append(f"\n{rule.kind}[{rule.index}]: seriesQuery {rule.series_query}")
     try:
         series = await prom.series(rule.series_query, max_age)
+    except PrometheusRejected as e:
+        v.errors.append(f"{path}:{rule.line}: {rule.kind}[{rule.index}].seriesQuery: {e}")
+        return
     except PrometheusUnavailable as e:
-        return [f"{path}: {rule.kind}[{rule.index}].seriesQuery: {e}"]
+        v.unverified.append(f"{path}: {rule.kind}[{rule.index}].seriesQuery: {e}")
+        return
     custom, external = index_series(rule, series)
-    print(f"  {len(series)} series matched, serving {len(custom) + len(external)} metric(s)")
+    v.report.append(f"  {len(series)} series matched, serving {len(custom) + len(external)} metric(s)")
     examples = [(f"{gr}/{metric}", name, _example(rule, metric, name, gr)) for gr, metric, name in custom]
     examples += [
         (f"external {metric}", name, _example(rule, metric, name, None)) for metric, name in external
     ]
     for title, name, query in examples[:20]:
-        print(f"  - {title}  (series {name})\n      {query}")
+        v.report.append(f"  - {title}  (series {name})\n      {query}")
     if len(examples) > 20:
-        print(f"  ... and {len(examples) - 20} more")
+        v.report.append(f"  ... and {len(examples) - 20} more")
     if not series:
-        print("  nothing matched: check the seriesQuery against Prometheus' /api/v1/series")
+        v.report.append("  nothing matched: check the seriesQuery against Prometheus' /api/v1/series")
         gr = next(iter(rule.resources.overrides.values()), None)
         examples = [("", "series", _example(rule, "metric", "series", gr))]
     # Prometheus' own parser is the judge of the rendered query (one per rule suffices)
     query = examples[0][2]
     if query.startswith("(cannot build a query"):
-        return [f"{where}: {query[1:-1]}"]
+        v.errors.append(f"{where}: {query[1:-1]}")
+        return
     try:
         await prom.query(query)
+    except PrometheusRejected as e:
+        v.errors.append(f"{where}: Prometheus rejects the rendered query {query!r}: {e}")
     except PrometheusUnavailable as e:
-        return [f"{where}: Prometheus rejects the rendered query {query!r}: {e}"]
-    return []
+        v.unverified.append(f"{where}: {e}")

@@ -20,6 +20,10 @@ class PrometheusUnavailable(Exception):  # noqa: N818 - reads as a state: "Prome
     """Prometheus could not answer (down, refused, non-200); served as 503."""
 
 
+class PrometheusRejected(PrometheusUnavailable):
+    """Prometheus refused the request as invalid (400/422: a PromQL syntax or type error)."""
+
+
 class PrometheusTimeout(PrometheusUnavailable):
     """Prometheus did not answer within the deadline; served as 504."""
 

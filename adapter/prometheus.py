@@ -19,7 +19,9 @@ query per distinct PromQL per TTL.
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import json
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -35,7 +37,7 @@ from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
-from .promapi import PrometheusTimeout, PrometheusUnavailable, Sample
+from .promapi import PrometheusRejected, PrometheusTimeout, PrometheusUnavailable, Sample
 
 T = TypeVar("T")
 __all__ = ["Prometheus", "PrometheusSettings", "PrometheusTimeout", "PrometheusUnavailable", "Sample"]
@@ -137,6 +139,9 @@ class Prometheus:
                 f"Prometheus at {self.settings.url} did not answer the {kind} within "
                 f"{self.settings.timeout:g}s (--prometheus-timeout)"
             )
+        parsed = _prometheus_error(error)
+        if parsed is not None and parsed[0] in (400, 422):
+            raise PrometheusRejected(f"Prometheus at {self.settings.url} rejects the {kind}: {parsed[1]}")
         raise PrometheusUnavailable(
             f"Prometheus at {self.settings.url} did not answer the {kind}: {_short(error)}"
         )
@@ -215,8 +220,25 @@ def _retryable(e: BaseException | None) -> bool:
     return isinstance(e, PrometheusApiClientException) and bool(_RETRYABLE_STATUS.search(str(e)))
 
 
+_CLIENT_ERROR = re.compile(r"^HTTP Status Code (\d{3}) \((b'.*'|b\".*\")\)$", re.S)
+
+
+def _prometheus_error(e: BaseException) -> tuple[int, str] | None:
+    """The status code and Prometheus' own error text from prometheus-api-client's exception
+    (which carries the raw response body as a bytes literal)."""
+    m = _CLIENT_ERROR.match(str(e)) if isinstance(e, PrometheusApiClientException) else None
+    if m is None:
+        return None
+    try:
+        body = json.loads(ast.literal_eval(m.group(2)))
+        return int(m.group(1)), f"{body.get('errorType', 'error')}: {body.get('error', '')}"
+    except (ValueError, SyntaxError, AttributeError):
+        return int(m.group(1)), m.group(2)
+
+
 def _short(e: BaseException) -> str:
-    text = str(e)
+    parsed = _prometheus_error(e)
+    text = f"HTTP {parsed[0]}: {parsed[1]}" if parsed else str(e)
     return text if len(text) < 300 else text[:300] + "..."
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,6 +148,7 @@ def release(
         f"--tls-cert-file={work / 'tls.crt'}",
         f"--tls-private-key-file={work / 'tls.key'}",
         "--query-cache-ttl=0s",
+        "--rules-webhook",
         insecure=False,
         port=port,
     )
@@ -174,6 +176,71 @@ def test_upgrade_keeps_the_serving_certificate(cluster: Cluster, release: Releas
     helm("upgrade", RELEASE, str(CHART), "-n", NS, "--reuse-values", cluster=cluster)
     assert secret_data(cluster, f"{ADAPTER}-tls") == before
     assert available(cluster)
+
+
+def rules_configmap(cluster: Cluster) -> str:
+    cm = json.loads(cluster.kubectl("-n", NS, "get", "configmap", f"{ADAPTER}-rules", "-o", "json").stdout)
+    return str(cm["data"]["config.yaml"])
+
+
+def deployed_revision() -> int:
+    history = json.loads(helm("history", RELEASE, "-n", NS, "-o", "json").stdout)
+    return max(int(h["revision"]) for h in history if h["status"] in ("deployed", "superseded"))
+
+
+@pytest.mark.parametrize(
+    ("broken_query", "expected"),
+    [
+        # Prometheus' own parser refuses the rendered query: its message, file:line and key
+        (
+            "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>",
+            r"config\.yaml:\d+: rules\[0\]\.metricsQuery: Prometheus rejects the rendered query .*"
+            r"parse error",
+        ),
+        # a misspelled template action, refused before Prometheus is asked
+        ("sum(<<.Series>>{<<.LabelMatcher>>}) by (<<.GroupBy>>)", r"config\.yaml:\d+.*LabelMatcher"),
+    ],
+    ids=["promql-syntax", "template-action"],
+)
+def test_upgrade_with_a_broken_rule_fails_and_the_old_rules_keep_serving(
+    cluster: Cluster, release: Release, broken_query: str, expected: str
+) -> None:
+    good_revision, before = deployed_revision(), rules_configmap(cluster)
+    broken = json.loads(json.dumps(RULES))
+    broken["custom"][0]["metricsQuery"] = broken_query
+    values = release.work / "broken.yaml"
+    values.write_text(yaml.safe_dump({"rules": broken}))
+    out = helm(
+        "upgrade", RELEASE, str(CHART), "-n", NS, "--reuse-values", "-f", str(values), "--wait",
+        "--timeout=60s", cluster=cluster, check=False,
+    )  # fmt: skip
+    try:
+        assert out.returncode != 0
+        assert 'admission webhook "rules.promhpa.io" denied the request' in out.stderr, out.stderr
+        assert re.search(expected, out.stderr), out.stderr
+        assert rules_configmap(cluster) == before  # nothing reached the adapters
+        assert available(cluster)
+        served = cluster.kubectl(
+            "get", "--raw", f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{APP_NS}/chart_queue_depth"
+        )
+        assert json.loads(served.stdout)["items"][0]["metricName"] == "chart_queue_depth"
+    finally:
+        helm("rollback", RELEASE, str(good_revision), "-n", NS, "--wait", cluster=cluster)
+    assert rules_configmap(cluster) == before
+
+
+def test_a_valid_rule_change_passes_the_webhook(cluster: Cluster, release: Release) -> None:
+    good_revision = deployed_revision()
+    changed = json.loads(json.dumps(RULES))
+    changed["custom"][0]["metricsQuery"] = "max(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
+    values = release.work / "changed.yaml"
+    values.write_text(yaml.safe_dump({"rules": changed}))
+    try:
+        helm("upgrade", RELEASE, str(CHART), "-n", NS, "--reuse-values", "-f", str(values), cluster=cluster)
+        assert "max(<<.Series>>" in rules_configmap(cluster)
+        assert "rules admitted" in release.adapter.log.read_text()
+    finally:
+        helm("rollback", RELEASE, str(good_revision), "-n", NS, "--wait", cluster=cluster)
 
 
 # -- the controller with the chart's RBAC ------------------------------------------------

@@ -219,3 +219,24 @@ def test_schema_knows_every_value() -> None:
         ]
 
     assert walk(values, schema, "") == []
+
+
+def test_rules_webhook_guards_exactly_the_rules_configmap() -> None:
+    docs = render(URL, namespace="monitoring", release="promhpa")
+    (hook,) = of_kind(docs, "ValidatingWebhookConfiguration")[0]["webhooks"]
+    (rules,) = of_kind(docs, "ConfigMap")
+    selector = hook["objectSelector"]["matchLabels"]
+    assert all(rules["metadata"]["labels"].get(k) == v for k, v in selector.items())
+    assert hook["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "monitoring"}
+    assert hook["clientConfig"]["service"]["path"] == "/validate/rules"
+    assert hook["clientConfig"]["caBundle"] == of_kind(docs, "APIService")[0]["spec"]["caBundle"]
+    assert (hook["failurePolicy"], hook["sideEffects"]) == ("Ignore", "None")
+    (adapter,) = [d for d in of_kind(docs, "Deployment") if "adapter" in d["metadata"]["name"]]
+    assert "--rules-webhook" in adapter["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_rules_webhook_can_be_turned_off() -> None:
+    docs = render(URL, "--set=rules.webhook.enabled=false")
+    assert of_kind(docs, "ValidatingWebhookConfiguration") == []
+    (adapter,) = [d for d in of_kind(docs, "Deployment") if "adapter" in d["metadata"]["name"]]
+    assert "--rules-webhook" not in adapter["spec"]["template"]["spec"]["containers"][0]["args"]
