@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
+import re
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import structlog
 from aiohttp import web
@@ -24,6 +26,7 @@ from shared.kube.errors import KubeError
 from shared.logging import configure
 from shared.version import promhpa_version
 
+from . import compat
 from .app import AdapterMetrics, build_app
 from .auth import Authenticator, add_client_ca, load_requestheader_config
 from .check_config import check_config
@@ -46,11 +49,17 @@ def _duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
 def _header(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition(":")
-    if not sep or not name.strip():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a header; use 'Name: value'")
-    return name.strip(), value.strip()
+    """'Name: value', or prometheus-adapter's 'Name=value': whichever separator comes first
+    after a valid header name."""
+    for sep in sorted((s for s in ":=" if s in text), key=text.index):
+        name, _, value = text.partition(sep)
+        if _TOKEN.match(name.strip()):
+            return name.strip(), value.strip()
+    raise argparse.ArgumentTypeError(f"{text!r} is not a header; use 'Name: value' (or 'Name=value')")
 
 
 def prometheus_flags(p: argparse.ArgumentParser) -> None:
@@ -98,6 +107,8 @@ def prometheus_flags(p: argparse.ArgumentParser) -> None:
 
 
 def prometheus_settings(a: argparse.Namespace) -> PrometheusSettings:
+    """Our Prometheus flags, with prometheus-adapter's --prometheus-auth-config and
+    --prometheus-auth-incluster filling what ours leave unset."""
     basic = None
     if a.prometheus_auth_username:
         password = (
@@ -106,18 +117,29 @@ def prometheus_settings(a: argparse.Namespace) -> PrometheusSettings:
             else ""
         )
         basic = (a.prometheus_auth_username, password)
+    extra: dict[str, Any] = {}
+    if getattr(a, "prometheus_auth_config", None):
+        extra = compat.auth_from_kubeconfig(a.prometheus_auth_config)
+    elif getattr(a, "prometheus_auth_incluster", None) not in (None, "false"):
+        extra = {
+            "token_file": str(compat.IN_CLUSTER / "token"),
+            "ca_file": str(compat.IN_CLUSTER / "ca.crt"),
+        }
+    headers = dict(a.prometheus_header)
+    if extra.get("token"):
+        headers.setdefault("Authorization", f"Bearer {extra['token']}")
     return PrometheusSettings(
         url=a.prometheus_url,
-        headers=dict(a.prometheus_header),
-        ca_file=a.prometheus_ca_file,
-        token_file=a.prometheus_token_file,
-        client_cert=a.prometheus_client_cert,
-        client_key=a.prometheus_client_key,
-        basic_auth=basic,
+        headers=headers,
+        ca_file=a.prometheus_ca_file or extra.get("ca_file"),
+        token_file=a.prometheus_token_file or extra.get("token_file"),
+        client_cert=a.prometheus_client_cert or extra.get("client_cert"),
+        client_key=a.prometheus_client_key or extra.get("client_key"),
+        basic_auth=basic or extra.get("basic_auth"),
         method=a.prometheus_method,
         timeout=a.prometheus_timeout.total_seconds(),
         retries=a.prometheus_retries,
-        insecure_skip_verify=a.prometheus_insecure_skip_verify,
+        insecure_skip_verify=a.prometheus_insecure_skip_verify or bool(extra.get("insecure_skip_verify")),
     )
 
 
@@ -145,6 +167,7 @@ def serve_parser() -> argparse.ArgumentParser:
 def _serve_flags(p: argparse.ArgumentParser) -> None:
     prometheus_flags(p)
     p.add_argument("--version", action="version", version=f"promhpa-adapter {promhpa_version()}")
+    compat.add_flags(p)
     # prometheus-adapter's charts pass klog's flags; accepted so a migration needs no edit
     p.add_argument(
         "--v",
@@ -254,6 +277,11 @@ async def serve(a: argparse.Namespace) -> int:
     ]
     if ignored:
         log.info("accepted for prometheus-adapter compatibility and ignored", flags=ignored)
+    errors = compat.apply(a, a.argv, a.set_aside)
+    if errors:
+        for e in errors:
+            log.error("conflicting flags", error=e)
+        return 2
     kube: Kube | None = None
     middlewares = []
     requestheader = None
@@ -301,7 +329,7 @@ async def serve(a: argparse.Namespace) -> int:
         cert, key = self_signed(Path(a.cert_dir), a.cert_dns_name)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    ctx = server_context(cert, key)
+    ctx = server_context(cert, key, a.tls_cipher_suites, a.tls_min_version)
     if requestheader is not None:
         add_client_ca(ctx, requestheader)
     site = web.TCPSite(runner, a.bind_address, a.secure_port, ssl_context=ctx)
@@ -337,7 +365,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(check_config(c.config, prom, c.metrics_max_age))
     if args and args[0] == "serve":
         args = args[1:]
+    args, set_aside = compat.split_unknown(args)
     a = serve_parser().parse_args(args)
+    a.argv, a.set_aside = args, set_aside
     try:
         return asyncio.run(serve(a))
     except ConfigError as e:

@@ -61,8 +61,17 @@ def self_signed(cert_dir: Path, dns_names: list[str]) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
-def server_context(cert: Path, key: Path) -> ssl.SSLContext:
+def server_context(
+    cert: Path, key: Path, ciphers: str | None = None, min_version: str | None = None
+) -> ssl.SSLContext:
+    """TLS 1.2 or newer by default; ``ciphers`` (OpenSSL names) limits TLS 1.2's suites and
+    ``min_version`` (an ``ssl.TLSVersion`` name, "TLSv1_3") moves the floor, as --tls-cipher-suites and
+    --tls-min-version do on every Kubernetes API server."""
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if min_version:
+        ctx.minimum_version = ssl.TLSVersion[min_version]
+    if ciphers:
+        ctx.set_ciphers(ciphers)
     ctx.load_cert_chain(str(cert), str(key))
     return ctx
