@@ -56,6 +56,8 @@ class PrometheusProcess:
     target_port: int
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    extra_config: str = ""  # more scrape jobs (YAML list items) for a monitoring Prometheus
+    rule_files: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -67,6 +69,8 @@ class PrometheusProcess:
             "global: {scrape_interval: 1s, evaluation_interval: 1s}\nscrape_configs:\n"
             "- job_name: test\n  honor_labels: true\n"
             f"  static_configs: [{{targets: ['127.0.0.1:{self.target_port}']}}]\n"
+            + self.extra_config
+            + (f"rule_files: {list(self.rule_files)}\n" if self.rule_files else "")
         )
         log = open(self.directory / "prometheus.log", "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(

@@ -218,11 +218,18 @@ def test_community_chart_arguments_and_rules_serve_through_the_aggregator(
     cluster.kubectl("create", "namespace", "migr", check=False)
     path = "/apis/custom.metrics.k8s.io/v1beta1/namespaces/migr/metrics/memory_working_set_bytes"
 
+    last: list[str] = []
+
     def served() -> bool:
         out = cluster.kubectl("get", "--raw", path, check=False)
-        return out.returncode == 0 and json.loads(out.stdout)["items"][0]["value"] == "2Ki"
+        last[:] = [out.stdout + out.stderr]
+        return out.returncode == 0 and json.loads(out.stdout)["items"][0]["value"] == "2048"
 
-    wait_until(served, timeout=60, what="the community default rules to serve memory_working_set_bytes")
+    try:
+        wait_until(served, timeout=60, what="the community default rules to serve memory_working_set_bytes")
+    except AssertionError:
+        print(last, community_adapter.log.read_text()[-3000:])
+        raise
     log = community_adapter.log.read_text()
     assert "argument accepted for prometheus-adapter compatibility and ignored" in log  # /adapter
     assert '"level": "debug"' in log or "[debug" in log  # --v=4

@@ -183,8 +183,8 @@ def rules_configmap(cluster: Cluster) -> str:
     return str(cm["data"]["config.yaml"])
 
 
-def deployed_revision() -> int:
-    history = json.loads(helm("history", RELEASE, "-n", NS, "-o", "json").stdout)
+def deployed_revision(cluster: Cluster) -> int:
+    history = json.loads(helm("history", RELEASE, "-n", NS, "-o", "json", cluster=cluster).stdout)
     return max(int(h["revision"]) for h in history if h["status"] in ("deployed", "superseded"))
 
 
@@ -205,7 +205,7 @@ def deployed_revision() -> int:
 def test_upgrade_with_a_broken_rule_fails_and_the_old_rules_keep_serving(
     cluster: Cluster, release: Release, broken_query: str, expected: str
 ) -> None:
-    good_revision, before = deployed_revision(), rules_configmap(cluster)
+    good_revision, before = deployed_revision(cluster), rules_configmap(cluster)
     broken = json.loads(json.dumps(RULES))
     broken["custom"][0]["metricsQuery"] = broken_query
     values = release.work / "broken.yaml"
@@ -230,7 +230,7 @@ def test_upgrade_with_a_broken_rule_fails_and_the_old_rules_keep_serving(
 
 
 def test_a_valid_rule_change_passes_the_webhook(cluster: Cluster, release: Release) -> None:
-    good_revision = deployed_revision()
+    good_revision = deployed_revision(cluster)
     changed = json.loads(json.dumps(RULES))
     changed["custom"][0]["metricsQuery"] = "max(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
     values = release.work / "changed.yaml"
