@@ -20,7 +20,7 @@ from cachetools import TTLCache
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from controller.engine import Decision, decide, parse_snapshot
-from controller.engine.model import History, Settings
+from controller.engine.model import History, Settings, Snapshot
 from shared.kube.client import Kube
 from shared.kube.discovery import RESTMapper
 from shared.kube.errors import KubeError
@@ -66,7 +66,7 @@ class ControllerMetrics:
         )
         self.shadow_differs = Gauge(
             "promhpa_controller_shadow_differs",
-            "Dry run: 1 while the decision differs from the owner's (three reconciles running)",
+            "Dry run: 1 while the HPA owner's decisions differ from ours (paired by time)",
             ["namespace", "name"],
             registry=r,
         )
@@ -78,7 +78,7 @@ class ControllerMetrics:
         )
         self.shadow_comparisons = Counter(
             "promhpa_controller_shadow_comparisons_total",
-            "Dry run: decisions compared with the owner's status",
+            "Dry run: owner decisions compared with ours around them",
             ["result"],
             registry=r,
         )
@@ -150,7 +150,7 @@ class Reconciler:
                 scale_up_events=parsed.history.scale_up_events,
                 scale_down_events=parsed.history.scale_down_events,
             )
-            self._compare(key, decision, hpa)
+            self._compare(key, decision, hpa, parsed)
         else:
             self.memory[key] = decision.history
         for event in decision.events:
@@ -173,11 +173,16 @@ class Reconciler:
         self._observe(namespace, name, decision, time.monotonic() - start)
         return decision
 
-    def _compare(self, key: tuple[str, str], decision: Decision, hpa: dict[str, Any]) -> None:
-        c = self.shadow.compare(key, decision.status, dict(hpa.get("status") or {}), self.clock())
+    def _compare(
+        self, key: tuple[str, str], decision: Decision, hpa: dict[str, Any], parsed: Snapshot
+    ) -> None:
+        before = dict(self.shadow.paired)
+        c = self.shadow.compare(key, decision.status, dict(hpa.get("status") or {}), parsed.now, parsed)
+        for result, n in self.shadow.paired.items():
+            if n > before[result]:
+                self.metrics.shadow_comparisons.labels(result).inc(n - before[result])
         if not c.owner_status.get("conditions"):
             return  # the owner has not decided yet: nothing to compare with
-        self.metrics.shadow_comparisons.labels("differ" if c.differences else "agree").inc()
         self.metrics.shadow_differs.labels(*key).set(1 if c.persistent else 0)
         since = c.differing_since.timestamp() if c.persistent and c.differing_since else 0
         self.metrics.shadow_differs_since.labels(*key).set(since)

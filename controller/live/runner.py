@@ -34,6 +34,7 @@ from shared.kube.errors import Forbidden, KubeError, NotFound, Unauthorized
 from shared.kube.informer import Informer, without_managed_fields
 
 from .reconciler import ControllerMetrics, Reconciler
+from .shadow import Shadow
 from .writer import COMPONENT, EventRecorder
 
 DRY_RUN_COMPONENT = "promhpa"
@@ -310,6 +311,7 @@ async def run(opts: Options) -> int:
         metrics,
         dry_run=opts.dry_run,
         metrics_timeout=opts.metrics_timeout,
+        shadow=Shadow(opts.sync_period),
     )
 
     async def health(_: web.Request) -> web.Response:
@@ -351,6 +353,7 @@ async def run(opts: Options) -> int:
             {
                 "syncPeriodSeconds": opts.sync_period,
                 "differencesTotal": reconciler.shadow.differences_total,
+                "ownerDecisionsCompared": dict(reconciler.shadow.paired),
                 "items": items,
             }
         )

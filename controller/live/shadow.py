@@ -8,28 +8,39 @@ owner's rescales, seen in its status writes -- a write that moves ``lastScaleTim
 upstream stores -- while the recommendations are our own (they depend only on the metrics,
 which both read from the same APIs).
 
-Each dry-run reconcile is then compared with the owner's last status: desired replicas and
-each condition's status and reason (messages carry metric values read at slightly different
-moments, so they are shown, not compared). The two controllers sync at different moments, so
-a short disagreement while the metrics or the scale move is expected: the owner's status is
-up to one sync period old, and its stabilization window holds recommendations taken up to one
-period apart from ours. A difference still there at the third reconcile running (two full
-periods) is a real one, counted and reported with the time it began.
+Decisions are paired, and compared only when their inputs were the same. The two
+controllers sync at different moments, so between the owner's decision and ours the metrics
+may move and the owner may rescale. Each status the owner writes (its decision, seen
+through the watch) is paired with our two decisions around it -- the last one before it,
+the first one after -- and compared with those that started from the same inputs: the same
+``currentReplicas`` and the same ``currentMetrics`` (both statuses carry them). It agrees if
+it equals one of them in desired replicas and every condition's status and reason (messages
+carry the same values, but are shown, not compared). Time is an input too: the windows of
+rate-limit policies and stabilization close at the owner's moments, not ours, and our
+recommendations are dated up to a period apart from its own; so a decision of ours that
+differs is decided again (the same pure engine, the same snapshot) at the owner's moment
+and up to one sync period either side of it, and agrees if any of those equals the owner's.
+A difference that outlives one sync period is never explained away. It is a difference if
+it equals none;
+with no pair of equal inputs it is counted as not comparable. An owner that writes nothing
+(its decision did not change) is compared directly under the same rule: a difference at
+two of our reconciles running without a write is one too.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
+from controller.engine import decide
 from controller.engine.behavior import store_scale_event
-from controller.engine.model import Behavior, History
+from controller.engine.model import Behavior, History, Snapshot
 from shared.durations import DurationError, format_time, parse_time
 
 Key = tuple[str, str]
-REAL_AFTER = 3  # sights of one disagreement: two full sync periods
+STEADY_SIGHTS = 2  # reconciles without an owner write that must differ to count
 
 
 @dataclass(frozen=True)
@@ -48,9 +59,10 @@ class Comparison:
     status: dict[str, Any]  # our would-be status, conditions with reasons and messages
     owner_status: dict[str, Any]
     differences: list[str] = field(default_factory=list)
-    differing_since: datetime | None = None  # first reconcile of the current disagreement
-    sights: int = 0  # reconciles running that saw the current disagreement
-    persistent: bool = False  # seen at REAL_AFTER reconciles running: a real difference
+    differing_since: datetime | None = None  # when the current real difference began
+    persistent: bool = False  # a real difference (see the module docstring), until an agreement
+    quiet: int = 0  # our reconciles since the owner last wrote its status
+    steady_sights: int = 0  # of those, how many differed from its (unchanged) status
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -62,7 +74,6 @@ class Comparison:
             "differences": self.differences,
             "differingSince": format_time(self.differing_since) if self.differing_since else None,
             "differs": self.persistent,
-            "sights": self.sights,
             "status": self.status,
             "ownerStatus": self.owner_status,
         }
@@ -74,6 +85,11 @@ def _conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
         for c in status.get("conditions") or []
         if isinstance(c, dict)
     }
+
+
+def inputs(status: dict[str, Any]) -> tuple[Any, Any]:
+    """What a decision started from, as its status records it."""
+    return status.get("currentReplicas"), status.get("currentMetrics") or []
 
 
 def _show(c: tuple[str, str] | None) -> str:
@@ -98,12 +114,17 @@ def differences(ours: dict[str, Any], owner: dict[str, Any]) -> list[str]:
 class Shadow:
     """The owner's rescales (fed from the HPA informer's thread) and the comparisons."""
 
-    def __init__(self) -> None:
+    def __init__(self, period: float = 15.0) -> None:
+        self.period = period
         self._lock = threading.Lock()
         self._last_scale_time: dict[Key, str | None] = {}
         self._pending: dict[Key, list[OwnerRescale]] = {}
+        self._last_status: dict[Key, dict[str, Any]] = {}
+        self._writes: dict[Key, list[tuple[datetime, dict[str, Any]]]] = {}
+        self._decisions: dict[Key, tuple[datetime, dict[str, Any], Snapshot | None]] = {}
         self.comparisons: dict[Key, Comparison] = {}
         self.differences_total = 0
+        self.paired = {"agree": 0, "differ": 0, "not_comparable": 0}
 
     def observe_hpa(self, kind: str, obj: dict[str, Any], seen_at: datetime) -> None:
         """Note an owner's rescale from a status write.
@@ -119,10 +140,14 @@ class Shadow:
         last = status.get("lastScaleTime")
         with self._lock:
             if kind == "DELETED":
-                self._last_scale_time.pop(key, None)
-                self._pending.pop(key, None)
+                for d in (self._last_scale_time, self._pending, self._last_status, self._writes):
+                    d.pop(key, None)
+                self._decisions.pop(key, None)
                 self.comparisons.pop(key, None)
                 return
+            if kind == "MODIFIED" and status.get("conditions") and status != self._last_status.get(key):
+                self._writes.setdefault(key, []).append((seen_at, status))
+            self._last_status[key] = status
             known = key in self._last_scale_time
             previous = self._last_scale_time.get(key)
             self._last_scale_time[key] = last
@@ -154,20 +179,78 @@ class Shadow:
                 downs = store_scale_event(downs, behavior.scale_down, -r.change, r.at)
         return History(history.recommendations, ups, downs)
 
+    def _agrees(
+        self, ours: tuple[datetime, dict[str, Any], Snapshot | None], owner: dict[str, Any], at: datetime
+    ) -> bool:
+        """Our decision equals the owner's, or would have at a moment within a sync period of
+        the owner's (``at``), decided again from the same snapshot."""
+        _, status, snap = ours
+        if not differences(status, owner):
+            return True
+        if snap is None:
+            return False
+        p = timedelta(seconds=self.period)
+        for shift in (timedelta(0), p / 2, p, -p / 2, -p):
+            if not differences(decide(replace(snap, now=at + shift)).status, owner):
+                return True
+        return False
+
     def compare(
-        self, key: Key, status: dict[str, Any], owner_status: dict[str, Any], now: datetime
+        self,
+        key: Key,
+        status: dict[str, Any],
+        owner_status: dict[str, Any],
+        now: datetime,
+        snapshot: Snapshot | None = None,
     ) -> Comparison:
-        """Our would-be ``status`` beside the owner's; a difference is real at its third sight."""
-        diffs = differences(status, owner_status) if owner_status.get("conditions") else []
+        """Our would-be ``status`` (decided ``now``) against the owner's decisions since our
+        previous reconcile, paired as the module docstring says."""
+        with self._lock:
+            writes = self._writes.pop(key, [])
+        before = self._decisions.get(key)
+        mine = (now, status, snapshot)
+        self._decisions[key] = mine
         previous = self.comparisons.get(key)
-        since, sights = None, 0
-        if diffs:
-            ongoing = previous is not None and previous.differing_since is not None
-            since = previous.differing_since if ongoing and previous else now
-            sights = previous.sights + 1 if ongoing and previous else 1
-        persistent = sights >= REAL_AFTER
-        if persistent and not (previous and previous.persistent):
-            self.differences_total += 1
-        c = Comparison(key[0], key[1], now, status, owner_status, diffs, since, sights, persistent)
+        real: list[str] | None = None
+        agreed = False
+        for at, owner in writes:
+            around = [mine] + ([before] if before else [])
+            same = [d for d in around if inputs(d[1]) == inputs(owner)]
+            if not same:
+                self.paired["not_comparable"] += 1
+                continue
+            if any(self._agrees(d, owner, at) for d in same):
+                self.paired["agree"] += 1
+                agreed = True
+                continue
+            self.paired["differ"] += 1
+            real = differences(min(same, key=lambda d: abs((d[0] - at).total_seconds()))[1], owner)
+        quiet = 0 if writes else (previous.quiet + 1 if previous else 1)
+        shown = differences(status, owner_status) if owner_status.get("conditions") else []
+        steady = 0
+        if (
+            not writes
+            and quiet >= 2
+            and owner_status.get("conditions")
+            and inputs(status) == inputs(owner_status)
+        ):
+            if shown:
+                steady = (previous.steady_sights if previous else 0) + 1
+                if steady >= STEADY_SIGHTS:
+                    real = shown
+            else:
+                agreed = True
+        ongoing = previous is not None and previous.persistent
+        if real is not None:
+            persistent, since = True, previous.differing_since if ongoing and previous else now
+            if not ongoing:
+                self.differences_total += 1
+            shown = real
+        elif agreed:
+            persistent, since = False, None
+        else:  # nothing conclusive since the last reconcile: the state stands
+            persistent = ongoing
+            since = previous.differing_since if ongoing and previous else None
+        c = Comparison(key[0], key[1], now, status, owner_status, shown, since, persistent, quiet, steady)
         self.comparisons[key] = c
         return c

@@ -386,7 +386,10 @@ def test_dry_run_decides_and_publishes_but_writes_nothing(
         def published() -> bool:
             events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
             return any(
-                e.get("involvedObject", {}).get("name") == "shadow" and e.get("reason") == "SuccessfulRescale"
+                e.get("involvedObject", {}).get("name") == "shadow"
+                and e.get("reason") == "DryRunWouldRescale"
+                and e.get("source", {}).get("component") == "promhpa"
+                and e["message"].startswith("would rescale (dry run, nothing written): New size: 4;")
                 for e in events
             )
 

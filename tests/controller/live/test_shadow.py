@@ -85,24 +85,80 @@ def test_differences_name_desired_replicas_and_condition_reasons() -> None:
     assert differences(ours, ours) == []
 
 
-def test_a_difference_is_real_only_at_its_third_sight_and_counted_once() -> None:
+def owner_writes(sh: Shadow, st: dict[str, Any], at: datetime) -> None:
+    sh.observe_hpa("MODIFIED", {"metadata": {"namespace": "ns", "name": "web"}, "status": st}, at)
+
+
+def decided(current: int, desired: int, load: str = "30", reason: str = "ReadyForNewScale") -> dict[str, Any]:
+    """A status as a decision writes it: what it started from, what it decided."""
+    return {
+        "currentReplicas": current,
+        "desiredReplicas": desired,
+        "currentMetrics": [
+            {"type": "Pods", "pods": {"metric": {"name": "rps"}, "current": {"averageValue": load}}}
+        ],
+        "conditions": [{"type": "AbleToScale", "status": "True", "reason": reason, "message": "m"}],
+    }
+
+
+def up(current: int, desired: int, load: str = "30") -> dict[str, Any]:
+    return decided(current, desired, load, "SucceededRescale")
+
+
+def test_during_a_ramp_the_owners_decision_pairs_with_ours_from_the_same_inputs() -> None:
     sh = Shadow()
-    agree = status(2, ("AbleToScale", "True", "ReadyForNewScale"))
-    ahead = status(3, ("AbleToScale", "True", "SucceededRescale"))
-    first = sh.compare(KEY, ahead, agree, T0)
-    assert (first.persistent, first.differing_since) == (False, T0)
-    second = sh.compare(KEY, ahead, agree, T0 + timedelta(seconds=15))
-    third = sh.compare(KEY, ahead, agree, T0 + timedelta(seconds=30))
-    fourth = sh.compare(KEY, ahead, agree, T0 + timedelta(seconds=45))
-    assert (second.persistent, third.persistent, third.differing_since, fourth.persistent) == (
-        False,
-        True,
-        T0,
-        True,
-    )
+    ramp = (1, 2, 4, 6)
+    sh.compare(KEY, up(1, 2), {}, T0)
+    for i in range(1, len(ramp)):  # the owner acts 200 ms after each of our reconciles
+        owner_writes(sh, up(ramp[i - 1], ramp[i]), T0 + timedelta(seconds=2 * i - 2, milliseconds=200))
+        ours = up(ramp[i], ramp[i + 1]) if i + 1 < len(ramp) else decided(6, 6)
+        c = sh.compare(KEY, ours, up(ramp[i - 1], ramp[i]), T0 + timedelta(seconds=2 * i))
+        assert c.persistent is False, c.differences
+    assert sh.paired == {"agree": 3, "differ": 0, "not_comparable": 0}
+    assert sh.differences_total == 0
+
+
+def test_an_owner_decision_from_inputs_neither_of_ours_saw_is_not_comparable() -> None:
+    sh = Shadow()
+    sh.compare(KEY, decided(2, 2, load="10"), decided(2, 2, load="10"), T0)
+    owner_writes(sh, up(2, 4, load="95"), T0 + timedelta(seconds=1))  # the load jumped between
+    c = sh.compare(KEY, up(4, 5, load="95"), up(2, 4, load="95"), T0 + timedelta(seconds=2))
+    assert (c.persistent, sh.paired["not_comparable"]) == (False, 1)
+
+
+def test_an_owner_decision_from_our_inputs_that_equals_none_of_ours_is_a_difference_until_they_agree() -> (
+    None
+):
+    sh = Shadow()
+    sh.compare(KEY, up(4, 5), decided(4, 4), T0)
+    owner_writes(sh, up(4, 6), T0 + timedelta(milliseconds=500))  # e.g. a rate limit counted apart
+    first = sh.compare(KEY, decided(6, 6), up(4, 6), T0 + timedelta(seconds=2))
+    assert first.persistent
+    assert first.differing_since == T0 + timedelta(seconds=2)
+    assert first.differences == ["desiredReplicas: promhpa 5, owner 6"]
+    owner_writes(sh, decided(6, 6, load="31"), T0 + timedelta(seconds=3))  # not comparable: stands
+    second = sh.compare(KEY, decided(6, 6), decided(6, 6, load="31"), T0 + timedelta(seconds=4))
+    assert (second.persistent, second.differing_since) == (True, first.differing_since)
+    assert sh.differences_total == 1  # one episode
+    owner_writes(sh, decided(6, 6), T0 + timedelta(seconds=5))
+    healed = sh.compare(KEY, decided(6, 6), decided(6, 6), T0 + timedelta(seconds=6))
+    assert (healed.persistent, healed.differing_since) == (False, None)
+
+
+def test_a_quiet_owner_is_compared_directly_and_differs_at_the_second_quiet_sight() -> None:
+    sh = Shadow()
+    persistent = [
+        sh.compare(KEY, up(3, 4), decided(3, 3), T0 + timedelta(seconds=2 * i)).persistent for i in range(4)
+    ]
+    assert persistent == [False, False, True, True]  # quiet from the first reconcile on
     assert sh.differences_total == 1
-    healed = sh.compare(KEY, agree, agree, T0 + timedelta(seconds=60))
-    assert (healed.persistent, healed.differing_since, healed.differences) == (False, None, [])
+
+
+def test_a_quiet_owner_whose_inputs_differ_from_ours_is_not_judged() -> None:
+    sh = Shadow()
+    for i in range(4):
+        c = sh.compare(KEY, up(3, 4, load="40"), decided(3, 3, load="30"), T0 + timedelta(seconds=2 * i))
+        assert c.persistent is False
 
 
 def test_no_owner_status_is_not_a_difference() -> None:
