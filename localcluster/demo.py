@@ -106,9 +106,10 @@ def status_line(cluster: localcluster.Cluster, app: DemoApp, started: float) -> 
         "-",
     )
     current, desired = int(st.get("currentReplicas", 0)), int(st.get("desiredReplicas", 0))
+    decided = f"{current} -> {desired}" if st.get("conditions") else "(not yet reconciled)"
     print(
-        f"{time.monotonic() - started:6.0f}s  knob {app.rate:5.0f} req/s  per-pod {metric:>6}  "
-        f"replicas {current} -> {desired}  running {len(app.pods())}  {reasons}",
+        f"{time.monotonic() - started:6.0f}s  {app.rate:5.0f} req/s  {metric:>7}  {decided:<21}"
+        f"{len(app.pods()):>3}  {reasons}",
         flush=True,
     )
     return current, desired
@@ -143,6 +144,10 @@ def main() -> int:
         )
         cluster.kubectl("apply", "-f", "-", input=json.dumps(HPA))
         print("3. HPA: Deployment shop, 1..8 replicas, target 10 requests/s per pod\n", flush=True)
+        print(
+            "  time  total load  per pod  replicas (now -> HPA's choice)  pods running  conditions",
+            flush=True,
+        )
         started = time.monotonic()
         phases: list[tuple[int, str, Callable[[int, int], bool]]] = [
             (5, "steady load", lambda c, d: time.monotonic() - started > 12),
@@ -163,9 +168,10 @@ def main() -> int:
                 return 1
         print("\nThe HPA scaled up with the load and back down after it fell. Events:", flush=True)
         events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
-        for e in events:
-            if e["source"].get("component") == "horizontal-pod-autoscaler":
-                print(f"  {e['type']} {e['reason']}: {e['message']}", flush=True)
+        ours = [e for e in events if e["source"].get("component") == "horizontal-pod-autoscaler"]
+        for e in sorted(ours, key=lambda e: (e.get("firstTimestamp") or "", e["metadata"]["name"])):
+            when = (e.get("firstTimestamp") or "")[11:19]
+            print(f"  {when}  {e['type']} {e['reason']}: {e['message']}", flush=True)
         return 0
     except (localcluster.ClusterError, AssertionError) as e:
         print(f"demo failed: {e}", file=sys.stderr)
