@@ -149,6 +149,31 @@ class Prometheus:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
+    async def query_range(
+        self, promql: str, start: datetime, end: datetime, step: timedelta, max_points: int = 10_000
+    ) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+        """A range query, in chunks of at most ``max_points`` steps (Prometheus refuses more
+        than 11,000 per series), each under the deadline: ``(labels, [(time, value)])`` per
+        series, chunks joined."""
+        out: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
+        seconds = step.total_seconds()
+        chunk_start = start
+        while chunk_start <= end:
+            chunk_end = min(end, chunk_start + step * (max_points - 1))
+
+            def fetch(left: float, a: datetime = chunk_start, b: datetime = chunk_end) -> Any:
+                return self._client.custom_query_range(
+                    promql, start_time=a, end_time=b, step=f"{seconds:g}s",
+                    params={"timeout": f"{left:.3f}"}, timeout=left,
+                )  # fmt: skip
+
+            raw = await self._call("range query", fetch)
+            for r in raw:
+                key = tuple(sorted(dict(r.get("metric", {})).items()))
+                out.setdefault(key, []).extend((float(t), float(v)) for t, v in r.get("values", []))
+            chunk_start = chunk_end + step
+        return [(dict(k), v) for k, v in out.items()]
+
     async def query(self, promql: str) -> list[Sample]:
         """An instant query; cached for the TTL; concurrent identical queries coalesce."""
         if self._cache is not None and promql in self._cache:

@@ -318,6 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", choices=("table", "json"), default="table")
     c.add_argument("--all", action="store_true", help="list agreeing HPAs too (default: differences only)")
     c.set_defaults(func=cmd_compare)
+    from controller.replay.command import add_parser as add_replay
+
+    add_replay(sub, _live_flags, _settings)
     return p
 
 

@@ -1,0 +1,210 @@
+"""``python -m controller replay``: last week's traffic through the exact algorithm.
+
+    python -m controller replay hpa.yaml --prometheus-url=http://prometheus:9090 \\
+        --config=adapter-rules.yaml --from=-7d --to=now \\
+        --set behavior.scaleDown.stabilizationWindowSeconds=60 --plot=replay.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import itertools
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from controller.engine.model import Settings
+from shared.durations import DurationError, parse_duration, parse_time
+
+from .report import as_csv, as_json, summarize, table
+from .simulate import Loop, Outcome, Step
+
+_RELATIVE = re.compile(r"^-(\d+(?:\.\d+)?)([smhdw])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def moment(text: str, now: datetime) -> datetime:
+    """``now``, ``-7d`` / ``-90m`` (s, m, h, d, w), or an RFC 3339 time."""
+    if text == "now":
+        return now
+    m = _RELATIVE.match(text)
+    if m:
+        return now - timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+    try:
+        return parse_time(text)
+    except DurationError:
+        raise argparse.ArgumentTypeError(f"{text!r}: use now, -7d, -90m or an RFC 3339 time") from None
+
+
+def set_path(spec: dict[str, Any], assignment: str) -> dict[str, Any]:
+    """``behavior.scaleDown.stabilizationWindowSeconds=60`` or ``metrics[0].resource.target.
+    averageUtilization=70`` applied to a copy of the HPA spec (the value read as YAML)."""
+    path, sep, raw = assignment.partition("=")
+    if not sep or not path:
+        raise ValueError(
+            f"--set {assignment!r}: use PATH=VALUE, e.g. behavior.scaleDown.stabilizationWindowSeconds=60"
+        )
+    out = copy.deepcopy(spec)
+    keys: list[str | int] = []
+    for part in path.split("."):
+        m = re.fullmatch(r"([A-Za-z_][\w]*)((?:\[\d+\])*)", part)
+        if not m:
+            raise ValueError(f"--set {assignment!r}: {part!r} is not a field name")
+        keys.append(m.group(1))
+        keys += [int(i) for i in re.findall(r"\[(\d+)\]", m.group(2))]
+    node: Any = out
+    for k, nxt in itertools.pairwise(keys):
+        if isinstance(k, int):
+            if not isinstance(node, list) or k >= len(node):
+                raise ValueError(f"--set {assignment!r}: no element [{k}]")
+            node = node[k]
+        else:
+            node = node.setdefault(k, [] if isinstance(nxt, int) else {})
+    node[keys[-1]] = yaml.safe_load(raw)
+    return out
+
+
+def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
+    r = sub.add_parser(
+        "replay",
+        help="replay recorded metrics through the engine in a closed loop; compare HPA specs",
+        description=__doc__.splitlines()[0],
+    )
+    r.add_argument("hpa", help="an HPA YAML file, or NAMESPACE/NAME read live (--kubeconfig)")
+    r.add_argument("--prometheus-url", required=True)
+    r.add_argument("--config", required=True, help="the adapter's rule file (names resolve to its PromQL)")
+    r.add_argument("--from", dest="start", default="-1d", help="now, -7d, -90m or RFC 3339 (default -1d)")
+    r.add_argument("--to", dest="end", default="now")
+    r.add_argument("--step", type=parse_duration, default=None, help="default: the sync period")
+    r.add_argument("--spec-b", help="a second HPA YAML to replay over the same history")
+    r.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="a variant B of the spec, e.g. behavior.scaleDown.stabilizationWindowSeconds=60 (repeatable)",
+    )
+    r.add_argument("--pod-startup", type=parse_duration, default=timedelta(seconds=30),
+                   help="how long a new pod takes to become ready (default 30s)")  # fmt: skip
+    r.add_argument("--pod-regex", help="names of the workload's pods (default: <target>-<hash>-<id>)")
+    r.add_argument("--real-replicas-query", help="PromQL for the real replica count "
+                   "(default: kube-state-metrics' kube_deployment_status_replicas)")  # fmt: skip
+    r.add_argument("--requests", default="", metavar="cpu=100m,memory=128Mi",
+                   help="container requests, for Resource utilization targets")  # fmt: skip
+    r.add_argument("--initial-replicas", type=int, default=None,
+                   help="replicas at the start (default: the recorded count, or minReplicas)")  # fmt: skip
+    r.add_argument("--prometheus-timeout", type=parse_duration, default=timedelta(seconds=60))
+    r.add_argument("-o", "--output", choices=("table", "csv", "json"), default="table")
+    r.add_argument("--plot", type=Path, help="draw the replay into this PNG or SVG file")
+    live_flags(r)
+    r.set_defaults(func=lambda a: cmd_replay(a, settings(a)))
+
+
+def _load_hpa(arg: str, kubeconfig: str | None) -> dict[str, Any]:
+    path = Path(arg)
+    if path.exists():
+        data = yaml.safe_load(path.read_text())
+        if not isinstance(data, dict) or data.get("kind") != "HorizontalPodAutoscaler":
+            raise ValueError(f"{arg}: not a HorizontalPodAutoscaler")
+        return data
+    ns, _, name = arg.partition("/")
+    if not name:
+        raise ValueError(f"{arg}: no such file, and not NAMESPACE/NAME")
+    from shared.kube.client import Kube, load
+    from shared.kube.resources import HPA
+
+    kube = Kube(load(kubeconfig))
+    return dict(asyncio.run(kube.get(HPA.path(ns, name))))
+
+
+def replay(
+    hpa: dict[str, Any], steps: list[Step], settings: Settings, pod_startup: timedelta,
+    requests: dict[str, str], initial: int | None,
+) -> list[Outcome]:  # fmt: skip
+    """One variant over the recorded steps, in a closed loop (pure)."""
+    spec = hpa.get("spec") or {}
+    loop = Loop({**hpa, "status": {}}, settings, pod_startup, requests)
+    first_real = next((s.real_replicas for s in steps if s.real_replicas is not None), None)
+    start = (
+        initial
+        if initial is not None
+        else first_real
+        if first_real is not None
+        else spec.get("minReplicas", 1)
+    )
+    loop.start(max(int(start), 1), steps[0].at if steps else datetime.now(UTC))
+    return [loop.step(s) for s in steps]
+
+
+def cmd_replay(a: argparse.Namespace, settings: Settings) -> int:
+    from adapter.config import ConfigError, load_config
+    from adapter.prometheus import Prometheus, PrometheusSettings
+
+    from .record import RecordError, record
+
+    try:
+        hpa = _load_hpa(a.hpa, a.kubeconfig)
+        variants: dict[str, dict[str, Any]] = {"A": hpa}
+        if a.spec_b or a.set:
+            b = _load_hpa(a.spec_b, a.kubeconfig) if a.spec_b else copy.deepcopy(hpa)
+            for assignment in a.set:
+                b = {**b, "spec": set_path(b.get("spec") or {}, assignment)}
+            variants["B"] = b
+        now = datetime.now(UTC)
+        start, end = moment(a.start, now), moment(a.end, now)
+        if end <= start:
+            raise ValueError(f"--from {a.start} is not before --to {a.end}")
+        config = load_config(a.config)
+        requests = dict(kv.split("=", 1) for kv in a.requests.split(",") if "=" in kv)
+    except (ValueError, OSError, ConfigError, argparse.ArgumentTypeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    step = a.step or a.horizontal_pod_autoscaler_sync_period
+    prom = Prometheus(
+        PrometheusSettings(a.prometheus_url, timeout=a.prometheus_timeout.total_seconds()), cache_ttl=0
+    )
+    try:
+        steps = asyncio.run(record(hpa, config, prom, start, end, step, a.pod_regex, a.real_replicas_query))
+    except RecordError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # Prometheus down, refused the query, ...
+        print(f"error: reading history from {a.prometheus_url}: {e}", file=sys.stderr)
+        return 1
+    finally:
+        prom.close()
+    results = {
+        name: replay(h, steps, settings, a.pod_startup, requests, a.initial_replicas)
+        for name, h in variants.items()
+    }
+    summaries = [
+        summarize(name, out, step, int((variants[name].get("spec") or {}).get("maxReplicas", 0)))
+        for name, out in results.items()
+    ]
+    if a.output == "csv":
+        print(as_csv(results), end="")
+    elif a.output == "json":
+        print(as_json(results, summaries))
+    else:
+        meta = hpa.get("metadata") or {}
+        print(f"replay of {meta.get('namespace')}/{meta.get('name')}: {len(steps)} syncs of {step}, "
+              f"{start:%Y-%m-%d %H:%M:%S} .. {end:%Y-%m-%d %H:%M:%S} UTC")  # fmt: skip
+        if "B" in variants:
+            print("variant B: " + (a.spec_b or ", ".join(a.set)))
+        print(table(summaries))
+    if a.plot:
+        from .plot import PlotUnavailableError, plot
+
+        try:
+            plot(results, a.plot, f"replay of {hpa['metadata'].get('name')}")
+        except PlotUnavailableError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(f"picture: {a.plot}", file=sys.stderr)
+    return 0
