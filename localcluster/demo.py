@@ -5,17 +5,21 @@ controller, scheduler, kwok nodes), Prometheus, a demo app whose request rate ha
 (each pod exports ``demo_http_requests_per_second``), promhpa's adapter registered with the
 aggregation layer, and promhpa's controller. An HPA targets 10 requests/s per pod. The demo
 turns the knob up and down and prints, every few seconds, what the HPA sees and does, until
-it has scaled up and back down. Everything runs on 127.0.0.1 and is stopped at the end.
+it has scaled up and back down; then it replays that recorded load through the engine
+(``python -m controller replay``) beside a variant with a longer scale-down window and draws
+the picture. Everything runs on 127.0.0.1 and is stopped at the end.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +32,7 @@ from localcluster.promhpa import (
     stop_process,
 )
 from localcluster.tools import wait_until
+from shared.durations import format_time
 
 NS, APP = "demo", "shop"
 RULES = """
@@ -61,15 +66,21 @@ HPA = {
 
 
 class DemoApp:
-    """The request-rate knob: the total rate is shared by the running pods of the Deployment."""
+    """The request-rate knob: the total rate is shared by the running pods of the Deployment,
+    which are also exported as kube-state-metrics would (``kube_deployment_status_replicas``)
+    so that a replay shows the real replica count beside the simulated one."""
 
-    def __init__(self, cluster: localcluster.Cluster, exporter: Exporter) -> None:
+    def __init__(
+        self, cluster: localcluster.Cluster, exporter: Exporter, namespace: str = NS, app: str = APP
+    ) -> None:
         self.cluster, self.exporter, self.rate = cluster, exporter, 0.0
+        self.namespace, self.app = namespace, app
         self._stop = threading.Event()
         threading.Thread(target=self._loop, daemon=True).start()
 
     def pods(self) -> list[str]:
-        out = self.cluster.kubectl("-n", NS, "get", "pods", "-l", f"app={APP}", "-o", "json", check=False)
+        ns, app = self.namespace, self.app
+        out = self.cluster.kubectl("-n", ns, "get", "pods", "-l", f"app={app}", "-o", "json", check=False)
         if out.returncode != 0:
             return []
         return sorted(
@@ -81,13 +92,16 @@ class DemoApp:
     def _loop(self) -> None:
         while not self._stop.is_set():
             pods = self.pods()
-            self.exporter.lines.clear()
-            for name in pods:
-                self.exporter.set(
-                    f'demo_http_requests_per_second{{namespace="{NS}",pod="{name}"}}',
-                    round(self.rate / len(pods), 3),
-                )
-            time.sleep(1)
+            ns = self.namespace
+            share = f"{self.rate / len(pods):g}" if pods else "0"
+            lines = {
+                f'demo_http_requests_per_second{{namespace="{ns}",pod="{name}"}}': share for name in pods
+            }
+            lines[f'kube_deployment_status_replicas{{namespace="{ns}",deployment="{self.app}"}}'] = str(
+                len(pods)
+            )
+            self.exporter.lines = lines  # one swap: a scrape never sees half an update
+            time.sleep(0.5)
 
     def stop(self) -> None:
         self._stop.set()
@@ -142,6 +156,7 @@ def main() -> int:
             "--horizontal-pod-autoscaler-sync-period=3s",
             "--log-format=console",
         )
+        began = datetime.now(UTC)
         cluster.kubectl("apply", "-f", "-", input=json.dumps(HPA))
         print("3. HPA: Deployment shop, 1..8 replicas, target 10 requests/s per pod\n", flush=True)
         print(
@@ -166,13 +181,26 @@ def main() -> int:
             else:
                 print("the HPA did not get there in time; see the logs in", work, flush=True)
                 return 1
+        ended = datetime.now(UTC)
         print("\nThe HPA scaled up with the load and back down after it fell. Events:", flush=True)
         events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
         ours = [e for e in events if e["source"].get("component") == "horizontal-pod-autoscaler"]
         for e in sorted(ours, key=lambda e: (e.get("firstTimestamp") or "", e["metadata"]["name"])):
             when = (e.get("firstTimestamp") or "")[11:19]
             print(f"  {when}  {e['type']} {e['reason']}: {e['message']}", flush=True)
-        return 0
+        time.sleep(2)  # the last samples scraped
+        print("\n5. replay: the same load through the engine, beside a 60s scale-down window", flush=True)
+        (work / "hpa.yaml").write_text(json.dumps(HPA))
+        (work / "rules.yaml").write_text(RULES)
+        replay = [
+            sys.executable, "-m", "controller", "replay", str(work / "hpa.yaml"),
+            f"--prometheus-url={prometheus.url}", f"--config={work / 'rules.yaml'}",
+            f"--from={format_time(began)}", f"--to={format_time(ended)}",
+            "--horizontal-pod-autoscaler-sync-period=3s", "--pod-startup=1s",
+            "--set", "behavior.scaleDown.stabilizationWindowSeconds=60", f"--plot={work / 'replay.png'}",
+        ]  # fmt: skip
+        print("   " + " ".join(replay[1:]).replace(str(work), "$WORK"), flush=True)
+        return subprocess.run(replay, check=False).returncode
     except (localcluster.ClusterError, AssertionError) as e:
         print(f"demo failed: {e}", file=sys.stderr)
         return 1

@@ -301,7 +301,7 @@ def make_hpas(cluster: Cluster) -> None:
         {
             "apiVersion": "autoscaling/v2",
             "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": app, "namespace": NS},
+            "metadata": {"name": app, "namespace": NS, "labels": {"shadow-test": "true"}},
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app}, **spec},
         }
         for app, (spec, _) in HPAS.items()
@@ -325,6 +325,7 @@ def test_dry_run_beside_kube_controller_manager_finds_no_difference(
         cluster.kubeconfig,
         tmp_path / "promhpa.log",
         "--dry-run",
+        "--hpa-selector=shadow-test",  # kcm acts on every HPA; we compare ours
         f"--port={port}",
         f"--horizontal-pod-autoscaler-sync-period={SYNC}",
         f"--horizontal-pod-autoscaler-downscale-stabilization={STABILIZATION}",

@@ -1,0 +1,134 @@
+"""Replay against the live controller: the same load, recorded in a real Prometheus.
+
+The demo's app (a total request rate shared by the running pods, and the running count as
+kube-state-metrics exports it) runs a known load curve while the live controller scales
+the Deployment on the local control plane. Then ``python -m controller replay`` reads that
+history through the adapter's rule file and replays the same HPA spec: its simulated
+replicas must match the replicas that really ran within one sync period at every step. A
+second spec (twice the target) must cost fewer pod-hours, and the picture is drawn.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcluster import Cluster
+from localcluster.demo import HPA, RULES, DemoApp
+from shared.durations import format_time
+from tests.support import (
+    ROOT,
+    AdapterProcess,
+    Exporter,
+    PrometheusProcess,
+    register_and_start_adapter,
+    start_controller_process,
+    stop_adapter,
+    stop_process,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+NS, APP = "replay", "shop"
+SYNC = 3
+
+
+@pytest.fixture(scope="module")
+def adapter(
+    cluster: Cluster,
+    exporter: Exporter,
+    prometheus: PrometheusProcess,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[AdapterProcess]:
+    exporter.set(f'demo_http_requests_per_second{{namespace="{NS}",pod="seed"}}', 0)
+    wait_until(lambda: prometheus.query("demo_http_requests_per_second") != [], what="scrape")
+    a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("adapter"), RULES)
+    yield a
+    stop_adapter(a)
+
+
+def hpa() -> dict[str, Any]:
+    h = json.loads(json.dumps(HPA))
+    h["metadata"] = {"name": APP, "namespace": NS, "labels": {"replay": "true"}}
+    return h
+
+
+def replicas(cluster: Cluster) -> int:
+    path = f"/apis/apps/v1/namespaces/{NS}/deployments/{APP}/scale"
+    return int(json.loads(cluster.kubectl("get", "--raw", path).stdout)["spec"]["replicas"])
+
+
+@pytest.mark.timeout(420)
+def test_replay_matches_the_live_controller_within_one_sync_period(
+    cluster: Cluster,
+    exporter: Exporter,
+    prometheus: PrometheusProcess,
+    adapter: AdapterProcess,
+    tmp_path: Path,
+) -> None:
+    cluster.kubectl("create", "namespace", NS, check=False)
+    cluster.kubectl("-n", NS, "create", "deployment", APP, "--image=example.invalid/shop", "--replicas=1")
+    app = DemoApp(cluster, exporter, NS, APP)
+    controller = start_controller_process(
+        cluster.kubeconfig, tmp_path / "controller.log", "--hpa-selector=replay",
+        f"--horizontal-pod-autoscaler-sync-period={SYNC}s", "--log-format=console",
+    )  # fmt: skip
+    try:
+        app.rate = 5
+        wait_until(lambda: len(app.pods()) == 1, timeout=60, what="the first pod")
+        time.sleep(2)
+        began = datetime.now(UTC)
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(hpa()))
+        time.sleep(12)
+        app.rate = 65
+        wait_until(lambda: replicas(cluster) == 7, timeout=90, what="7 replicas")
+        time.sleep(9)
+        app.rate = 8
+        wait_until(lambda: replicas(cluster) == 1, timeout=90, what="back to 1 replica")
+        time.sleep(6)
+        ended = datetime.now(UTC)
+        time.sleep(2)  # the last samples scraped
+    finally:
+        app.stop()
+        stop_process(controller)
+    (tmp_path / "hpa.yaml").write_text(json.dumps(hpa()))
+    (tmp_path / "rules.yaml").write_text(RULES)
+    out = subprocess.run(
+        [
+            sys.executable, "-m", "controller", "replay", str(tmp_path / "hpa.yaml"),
+            f"--prometheus-url={prometheus.url}", f"--config={tmp_path / 'rules.yaml'}",
+            f"--from={format_time(began)}", f"--to={format_time(ended)}",
+            f"--horizontal-pod-autoscaler-sync-period={SYNC}s", "--pod-startup=1s",
+            "--set", "metrics[0].pods.target.averageValue=20", "-o", "json",
+            f"--plot={tmp_path / 'replay.png'}",
+        ],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    a = [r for r in result["series"] if r["variant"] == "A"]
+    real = [r["real_replicas"] for r in a]
+    assert None not in real
+    assert max(real) == 7  # the history holds the live run
+    mismatches = [
+        (r["time"], r["replicas"], real[max(i - 1, 0) : i + 2])
+        for i, r in enumerate(a)
+        if r["replicas"] not in real[max(i - 1, 0) : i + 2]
+    ]
+    assert mismatches == [], f"simulated vs live (one sync period either side): {mismatches}"
+    summary = {s["variant"]: s for s in result["summary"]}
+    assert summary["B"]["pod_hours"] < summary["A"]["pod_hours"]
+    assert (summary["A"]["peak"], summary["B"]["peak"]) == (7, 4)
+    assert summary["A"]["pod_hours"] == pytest.approx(summary["A"]["real_pod_hours"], rel=0.15)
+    import matplotlib.image
+
+    image = matplotlib.image.imread(tmp_path / "replay.png")
+    assert image.shape[:2] == (650, 1100)
