@@ -169,6 +169,13 @@ def main() -> int:
             (65, "load rises to 65 req/s: expect 7 pods", lambda c, d: c >= 7 and len(app.pods()) >= 7),
             (8, "load falls to 8 req/s: expect 1 pod after the 15s window", lambda c, d: c == 1),
         ]
+        low_since: list[float] = []
+
+        def held_low(c: int, d: int) -> bool:  # long enough for the replay's 60s variant to act
+            low_since.append(time.monotonic())
+            return time.monotonic() - low_since[0] > 60
+
+        phases.append((8, "the low load holds for a minute (the replay's variant B needs it)", held_low))
         for rate, title, done in phases:
             app.rate = rate
             print(f"--- {title}", flush=True)
@@ -189,7 +196,7 @@ def main() -> int:
             when = (e.get("firstTimestamp") or "")[11:19]
             print(f"  {when}  {e['type']} {e['reason']}: {e['message']}", flush=True)
         time.sleep(2)  # the last samples scraped
-        print("\n5. replay: the same load through the engine, beside a 60s scale-down window", flush=True)
+        print("\n4. replay: the same load through the engine, beside a 60s scale-down window", flush=True)
         (work / "hpa.yaml").write_text(json.dumps(HPA))
         (work / "rules.yaml").write_text(RULES)
         replay = [
@@ -199,13 +206,13 @@ def main() -> int:
             "--horizontal-pod-autoscaler-sync-period=3s", "--pod-startup=1s",
             "--set", "behavior.scaleDown.stabilizationWindowSeconds=60", f"--plot={work / 'replay.png'}",
         ]  # fmt: skip
-        print("   " + " ".join(replay[1:]).replace(str(work), "$WORK"), flush=True)
+        print("   python " + " ".join(replay[1:]).replace(str(work), "$WORK"), flush=True)
         return subprocess.run(replay, check=False).returncode
     except (localcluster.ClusterError, AssertionError) as e:
         print(f"demo failed: {e}", file=sys.stderr)
         return 1
     finally:
-        print("\n4. cleaning up", flush=True)
+        print(f"\n5. cleaning up (the picture and logs stay in {work})", flush=True)
         if app is not None:
             app.stop()
         if controller is not None:

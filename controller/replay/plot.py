@@ -26,15 +26,20 @@ def plot(variants: dict[str, list[Outcome]], path: Path, title: str) -> list[str
         ) from None
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(11, 6.5), height_ratios=(1, 1.3))
     drawn: list[str] = []
-    colors = ["tab:blue", "tab:orange", "tab:green", "tab:purple"]
+    styles = [
+        ("tab:blue", "-", 2.6),
+        ("tab:orange", "--", 1.6),
+        ("tab:green", "-.", 1.4),
+        ("tab:purple", ":", 1.4),
+    ]
     target = None
-    for (name, outcomes), color in zip(variants.items(), colors, strict=False):
+    for (name, outcomes), (color, dash, width) in zip(variants.items(), styles, strict=False):
         times = [o.at for o in outcomes]
-        top.step(times, [o.load for o in outcomes], where="post", color=color, label=f"{name}: metric")
+        top.step(times, [o.load for o in outcomes], where="post", color=color, linestyle=dash,
+                 linewidth=width, label=f"{name}: metric")  # fmt: skip
         drawn.append(f"{name}: metric")
-        bottom.step(
-            times, [o.replicas for o in outcomes], where="post", color=color, label=f"{name}: replicas"
-        )
+        bottom.step(times, [o.replicas for o in outcomes], where="post", color=color, linestyle=dash,
+                    linewidth=width, label=f"{name}: replicas")  # fmt: skip
         drawn.append(f"{name}: replicas")
         held = [o for o in outcomes if o.held]
         if held:

@@ -48,7 +48,9 @@ Progress = Callable[[str], None]
 
 
 def _progress(text: str) -> None:
-    print(f"\r{text:<78}", end="", file=sys.stderr, flush=True)
+    """One line on a terminal, rewritten as the range queries go; nothing in a log."""
+    if sys.stderr.isatty():
+        print(f"\r{text:<78}", end="" if text else "\r", file=sys.stderr, flush=True)
 
 
 async def _find(
@@ -103,7 +105,6 @@ async def record(
     if not real and recorded and recorded[0].reporting:  # no kube-state-metrics: pods reporting
         real = {t: float(n) for t, n in recorded[0].reporting.items()}
     progress("")
-    print("", file=sys.stderr)
     steps = []
     at = start
     while at <= end:
