@@ -163,8 +163,11 @@ class Prometheus:
 
             def fetch(left: float, a: datetime = chunk_start, b: datetime = chunk_end) -> Any:
                 return self._client.custom_query_range(
-                    promql, start_time=a, end_time=b, step=f"{seconds:g}s",
-                    params={"timeout": f"{left:.3f}"}, timeout=left,
+                    promql, start_time=a, end_time=b, step=f"{seconds:g}",
+                    # the client rounds start and end to whole seconds; ours are exact
+                    params={"timeout": f"{left:.3f}", "start": f"{a.timestamp():.3f}",
+                            "end": f"{b.timestamp():.3f}"},
+                    timeout=left,
                 )  # fmt: skip
 
             raw = await self._call("range query", fetch)

@@ -32,7 +32,7 @@ from localcluster.promhpa import (
     stop_process,
 )
 from localcluster.tools import wait_until
-from shared.durations import format_time
+from shared.durations import format_time, parse_time
 
 NS, APP = "demo", "shop"
 RULES = """
@@ -79,19 +79,30 @@ class DemoApp:
         threading.Thread(target=self._loop, daemon=True).start()
 
     def pods(self) -> list[str]:
+        return sorted(self._running())
+
+    def _running(self) -> dict[str, tuple[float, float | None]]:
+        """Running pods: (created, ready) as epoch seconds, as kube-state-metrics has them."""
         ns, app = self.namespace, self.app
         out = self.cluster.kubectl("-n", ns, "get", "pods", "-l", f"app={app}", "-o", "json", check=False)
         if out.returncode != 0:
-            return []
-        return sorted(
-            p["metadata"]["name"]
-            for p in json.loads(out.stdout)["items"]
-            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
-        )
+            return {}
+        running: dict[str, tuple[float, float | None]] = {}
+        for p in json.loads(out.stdout)["items"]:
+            if p["status"].get("phase") != "Running" or p["metadata"].get("deletionTimestamp"):
+                continue
+            ready = next(
+                (c.get("lastTransitionTime") for c in p["status"].get("conditions", [])
+                 if c["type"] == "Ready" and c["status"] == "True"),
+                None,
+            )  # fmt: skip
+            created = parse_time(p["metadata"]["creationTimestamp"]).timestamp()
+            running[p["metadata"]["name"]] = (created, parse_time(ready).timestamp() if ready else None)
+        return running
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            pods = self.pods()
+            pods = self._running()
             ns = self.namespace
             share = f"{self.rate / len(pods):g}" if pods else "0"
             lines = {
@@ -100,6 +111,10 @@ class DemoApp:
             lines[f'kube_deployment_status_replicas{{namespace="{ns}",deployment="{self.app}"}}'] = str(
                 len(pods)
             )
+            for name, (created, ready) in pods.items():
+                lines[f'kube_pod_created{{namespace="{ns}",pod="{name}"}}'] = f"{created:g}"
+                if ready is not None:
+                    lines[f'kube_pod_status_ready_time{{namespace="{ns}",pod="{name}"}}'] = f"{ready:g}"
             self.exporter.lines = lines  # one swap: a scrape never sees half an update
             time.sleep(0.5)
 
@@ -203,7 +218,7 @@ def main() -> int:
             sys.executable, "-m", "controller", "replay", str(work / "hpa.yaml"),
             f"--prometheus-url={prometheus.url}", f"--config={work / 'rules.yaml'}",
             f"--from={format_time(began)}", f"--to={format_time(ended)}",
-            "--horizontal-pod-autoscaler-sync-period=3s", "--pod-startup=1s",
+            "--horizontal-pod-autoscaler-sync-period=3s",
             "--set", "behavior.scaleDown.stabilizationWindowSeconds=60", f"--plot={work / 'replay.png'}",
         ]  # fmt: skip
         print("   python " + " ".join(replay[1:]).replace(str(work), "$WORK"), flush=True)

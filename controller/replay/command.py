@@ -90,8 +90,9 @@ def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
         metavar="PATH=VALUE",
         help="a variant B of the spec, e.g. behavior.scaleDown.stabilizationWindowSeconds=60 (repeatable)",
     )
-    r.add_argument("--pod-startup", type=parse_duration, default=timedelta(seconds=30),
-                   help="how long a new pod takes to become ready (default 30s)")  # fmt: skip
+    r.add_argument("--pod-startup", type=parse_duration, default=None,
+                   help="how long a new pod takes to become ready (default: the median in the "
+                   "history, from kube-state-metrics, else 30s)")  # fmt: skip
     r.add_argument("--pod-regex", help="names of the workload's pods (default: <target>-<hash>-<id>)")
     r.add_argument("--real-replicas-query", help="PromQL for the real replica count "
                    "(default: kube-state-metrics' kube_deployment_status_replicas)")  # fmt: skip
@@ -123,6 +124,22 @@ def _load_hpa(arg: str, kubeconfig: str | None) -> dict[str, Any]:
     return dict(asyncio.run(kube.get(HPA.path(ns, name))))
 
 
+def _live_requests(hpa: dict[str, Any], kubeconfig: str | None) -> dict[str, str]:
+    """The first container's requests in the scale target's pod template (for Resource
+    utilization), read live; empty when the target is not a well-known workload."""
+    from shared.kube.client import Kube, load
+    from shared.kube.resources import by_kind
+
+    ref = hpa["spec"]["scaleTargetRef"]
+    group = ref.get("apiVersion", "").rpartition("/")[0]
+    kind = by_kind(group, ref.get("kind", ""))
+    if kind is None:
+        return {}
+    obj = asyncio.run(Kube(load(kubeconfig)).get(kind.path(hpa["metadata"]["namespace"], ref["name"])))
+    containers = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or [{}]
+    return {k: str(v) for k, v in ((containers[0].get("resources") or {}).get("requests") or {}).items()}
+
+
 def replay(
     hpa: dict[str, Any], steps: list[Step], settings: Settings, pod_startup: timedelta,
     requests: dict[str, str], initial: int | None,
@@ -144,9 +161,10 @@ def replay(
 
 def cmd_replay(a: argparse.Namespace, settings: Settings) -> int:
     from adapter.config import ConfigError, load_config
+    from shared.kube.errors import KubeError
     from adapter.prometheus import Prometheus, PrometheusSettings
 
-    from .record import RecordError, record
+    from .record import RecordError, default_pod_regex, pod_startup, record
 
     try:
         hpa = _load_hpa(a.hpa, a.kubeconfig)
@@ -162,15 +180,29 @@ def cmd_replay(a: argparse.Namespace, settings: Settings) -> int:
             raise ValueError(f"--from {a.start} is not before --to {a.end}")
         config = load_config(a.config)
         requests = dict(kv.split("=", 1) for kv in a.requests.split(",") if "=" in kv)
-    except (ValueError, OSError, ConfigError, argparse.ArgumentTypeError) as e:
+        if not requests and not Path(a.hpa).exists():
+            requests = _live_requests(hpa, a.kubeconfig)
+    except (ValueError, OSError, ConfigError, argparse.ArgumentTypeError, KubeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     step = a.step or a.horizontal_pod_autoscaler_sync_period
     prom = Prometheus(
         PrometheusSettings(a.prometheus_url, timeout=a.prometheus_timeout.total_seconds()), cache_ttl=0
     )
+    startup = a.pod_startup
     try:
         steps = asyncio.run(record(hpa, config, prom, start, end, step, a.pod_regex, a.real_replicas_query))
+        if startup is None:
+            meta, target = hpa.get("metadata") or {}, hpa["spec"]["scaleTargetRef"]["name"]
+            regex = a.pod_regex or default_pod_regex(target)
+            seen = asyncio.run(pod_startup(prom, meta.get("namespace", "default"), regex, start, end))
+            startup = seen[0] if seen else timedelta(seconds=30)
+            how = (
+                f"the median of {seen[1]} pods in the history"
+                if seen
+                else "the default (no kube-state-metrics)"
+            )
+            print(f"pod startup: {startup.total_seconds():g}s, {how}", file=sys.stderr)
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -180,7 +212,7 @@ def cmd_replay(a: argparse.Namespace, settings: Settings) -> int:
     finally:
         prom.close()
     results = {
-        name: replay(h, steps, settings, a.pod_startup, requests, a.initial_replicas)
+        name: replay(h, steps, settings, startup, requests, a.initial_replicas)
         for name, h in variants.items()
     }
     summaries = [

@@ -81,7 +81,7 @@ async def record(
 ) -> list[Step]:
     spec, ns = hpa["spec"], hpa["metadata"].get("namespace", "default")
     target = spec["scaleTargetRef"]["name"]
-    pods = re.compile(pod_regex or f"^{re.escape(target)}-[a-z0-9]+(-[a-z0-9]+)?$")
+    pods = re.compile(pod_regex or default_pod_regex(target))
     max_age = (datetime.now(start.tzinfo) - start) + timedelta(minutes=10)
     metrics = spec.get("metrics") or []
     recorded: list[Series] = []
@@ -198,3 +198,30 @@ async def _metric(
             if per_pod:
                 reporting[t] = reporting.get(t, 0) + 1
     return Series(query, totals, reporting)
+
+
+async def pod_startup(
+    prom: Prometheus, namespace: str, pod_regex: str, start: datetime, end: datetime
+) -> tuple[timedelta, int] | None:
+    """How long the workload's pods took from creation to ready, from kube-state-metrics
+    (``kube_pod_status_ready_time - kube_pod_created``): the median over the pods seen in the
+    range, and how many there were. None when Prometheus has neither metric."""
+    sel = f'namespace="{namespace}"'
+    query = f"kube_pod_status_ready_time{{{sel}}} - on(namespace, pod) kube_pod_created{{{sel}}}"
+    coarse = max((end - start) / 50, timedelta(seconds=1))
+    latest: dict[str, float] = {}
+    pods = re.compile(pod_regex)
+    for labels, values in await prom.query_range(query, start, end, coarse):
+        if values and pods.match(labels.get("pod", "")):
+            latest[labels["pod"]] = values[-1][1]
+    if not latest:
+        return None
+    ordered = sorted(v for v in latest.values() if v >= 0)
+    if not ordered:
+        return None
+    return timedelta(seconds=ordered[len(ordered) // 2]), len(ordered)
+
+
+def default_pod_regex(target: str) -> str:
+    """A Deployment's pods: <name>-<ReplicaSet hash>-<id>."""
+    return f"^{re.escape(target)}-[a-z0-9]+(-[a-z0-9]+)?$"

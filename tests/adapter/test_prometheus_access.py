@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -149,3 +150,24 @@ rules:
         assert "accepted for prometheus-adapter compatibility and ignored" in a.log.read_text()
     finally:
         stop_adapter(a)
+
+
+def test_a_range_query_in_chunks_equals_one_in_a_piece(
+    exporter: Exporter, prometheus: PrometheusProcess
+) -> None:
+    exporter.set('range_probe{pod="a"}', 1)
+    exporter.set('range_probe{pod="b"}', 2)
+    wait_until(lambda: len(prometheus.query("range_probe")) == 2, what="scrape")
+    time.sleep(6)
+    end = datetime.now(UTC).replace(microsecond=0)
+    start, step = end - timedelta(seconds=5), timedelta(milliseconds=500)
+    p = Prometheus(PrometheusSettings(prometheus.url), cache_ttl=0)
+    try:
+        whole = asyncio.run(p.query_range("range_probe", start, end, step))
+        chunked = asyncio.run(p.query_range("range_probe", start, end, step, max_points=4))
+    finally:
+        p.close()
+    assert sorted((sorted(labels.items()), values) for labels, values in chunked) == sorted(
+        (sorted(labels.items()), values) for labels, values in whole
+    )
+    assert {len(v) for _, v in chunked} == {11}  # every step, none twice at a chunk boundary
