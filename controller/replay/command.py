@@ -161,8 +161,8 @@ def replay(
 
 def cmd_replay(a: argparse.Namespace, settings: Settings) -> int:
     from adapter.config import ConfigError, load_config
-    from shared.kube.errors import KubeError
     from adapter.prometheus import Prometheus, PrometheusSettings
+    from shared.kube.errors import KubeError
 
     from .record import RecordError, default_pod_regex, pod_startup, record
 
