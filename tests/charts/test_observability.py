@@ -31,6 +31,7 @@ from tests.support import (
     Exporter,
     PrometheusProcess,
     free_port,
+    prefixed_rules,
     prometheus_binary,
     register_and_start_adapter,
     start_controller_process,
@@ -43,19 +44,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NS = "obs"
 ADAPTER_JOB, CONTROLLER_JOB = "hpa-promhpa-adapter", "hpa-promhpa-controller-metrics"
 DASHBOARD = json.loads((CHART / "files" / "dashboards" / "promhpa.json").read_text())
-CONFIG = """
-rules:
-- seriesQuery: '{__name__=~"^obs_.*",namespace!="",pod!=""}'
-  resources:
-    overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
-  name: {matches: "^obs_(.*)$", as: "${1}"}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-externalRules:
-- seriesQuery: '{__name__="obs_queue_depth"}'
-  resources:
-    overrides: {namespace: {resource: namespace}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
-"""
+CONFIG = prefixed_rules("obs")
 OPTIONAL = "promhpa_controller_shadow_"  # only a --dry-run controller has samples of these
 
 

@@ -29,6 +29,7 @@ from tests.support import (
     PrometheusProcess,
     cpu_deployment,
     free_port,
+    prefixed_rules,
     register_and_start_adapter,
     start_controller_process,
     stop_adapter,
@@ -39,34 +40,7 @@ from tests.support import (
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[3]
 NS = "live"
-CONFIG = """
-rules:
-- seriesQuery: '{__name__=~"^live_.*",namespace!="",pod!=""}'
-  resources:
-    overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
-  name: {matches: "^live_(.*)$", as: "${1}"}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-- seriesQuery: '{__name__="live_service_rps",namespace!="",service!=""}'
-  resources:
-    overrides: {namespace: {resource: namespace}, service: {resource: service}}
-  name: {matches: "^live_(.*)$", as: "${1}"}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-externalRules:
-- seriesQuery: '{__name__="live_queue_depth"}'
-  resources:
-    overrides: {namespace: {resource: namespace}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
-resourceRules:
-  cpu:
-    containerQuery: 'sum(live_container_cpu_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    nodeQuery: 'sum(live_node_cpu_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    resources:
-      overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}
-    containerLabel: container
-  # a 1s window: within the CPU initialization period upstream drops samples whose window
-  # began before the pod became Ready, and these pods became Ready seconds ago
-  window: 1s
-"""
+CONFIG = prefixed_rules("live")
 
 
 def running_pods(cluster: Cluster, app: str) -> list[str]:

@@ -32,6 +32,7 @@ from tests.support import (
     PrometheusProcess,
     cpu_deployment,
     free_port,
+    prefixed_rules,
     register_and_start_adapter,
     start_controller_process,
     stop_adapter,
@@ -44,32 +45,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NS = "shadow"
 SYNC = "2s"
 STABILIZATION = "10s"
-CONFIG = """
-rules:
-- seriesQuery: '{__name__=~"^shadow_.*",namespace!="",pod!=""}'
-  resources:
-    overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
-  name: {matches: "^shadow_(.*)$", as: "${1}"}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-- seriesQuery: '{__name__="shadow_service_rps",namespace!="",service!=""}'
-  resources:
-    overrides: {namespace: {resource: namespace}, service: {resource: service}}
-  name: {matches: "^shadow_(.*)$", as: "${1}"}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-externalRules:
-- seriesQuery: '{__name__="shadow_queue_depth"}'
-  resources:
-    overrides: {namespace: {resource: namespace}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
-resourceRules:
-  cpu:
-    containerQuery: 'sum(shadow_container_cpu_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    nodeQuery: 'sum(shadow_node_cpu_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    resources:
-      overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}
-    containerLabel: container
-  window: 1s
-"""
+CONFIG = prefixed_rules("shadow")
 
 POD_METRIC = {
     "type": "Pods",
