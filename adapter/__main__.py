@@ -189,6 +189,13 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         "--config", help="rule file (prometheus-adapter format); prometheus-adapter's defaults if omitted"
     )
     p.add_argument(
+        "--config-reload-interval",
+        type=_duration,
+        default=timedelta(seconds=10),
+        help="how often the rule file is checked for changes (default 10s; 0 disables): a valid "
+        "change is served without a restart, an invalid one is refused and the old rules kept",
+    )
+    p.add_argument(
         "--metrics-relist-interval",
         type=_duration,
         default=timedelta(minutes=10),
@@ -321,6 +328,8 @@ async def serve(a: argparse.Namespace) -> int:
         health=health,
         max_inflight=a.max_requests_inflight,
         rules_webhook_key=a.rules_webhook_key if a.rules_webhook else None,
+        config_path=a.config,
+        reload_interval=a.config_reload_interval.total_seconds(),
         max_age=a.metrics_max_age or a.metrics_relist_interval,
     )
     if a.tls_cert_file and a.tls_private_key_file:

@@ -25,6 +25,7 @@ from .promapi import PrometheusAPI, PrometheusTimeout, PrometheusUnavailable
 from .promql import QueryError
 from .providers import ObjectLister, Providers
 from .registry import Registry
+from .reload import RuleReloader
 from .requests import REQUEST_INFO, BadRequest, MetricRequest, NotFound, parse_path
 from .rules_webhook import WEBHOOK_PATH, rules_webhook
 from .templates import TemplateError
@@ -58,6 +59,15 @@ class AdapterMetrics:
         )
         self.series = Gauge(f"{p}_series_known", "Series seen by the last relist", registry=r)
         self.metrics = Gauge(f"{p}_metrics_known", "Metrics served", ["api"], registry=r)
+        self.rules_reloads = Counter(
+            f"{p}_rules_reloads_total", "Rule file changes seen, by result", ["result"], registry=r
+        )
+        self.rules_loaded = Gauge(
+            f"{p}_rules_last_reload_success_timestamp_seconds",
+            "When the rules being served were loaded",
+            registry=r,
+        )
+        self.rules_loaded.set_to_current_time()
 
     def observe_query(self, kind: str, seconds: float, ok: bool) -> None:
         self.queries.labels(kind, "success" if ok else "error").inc()
@@ -118,6 +128,8 @@ def build_app(
     max_inflight: int = 400,
     rules_webhook_key: str | None = None,
     max_age: timedelta = timedelta(minutes=10),
+    config_path: str | None = None,
+    reload_interval: float = 0,
 ) -> web.Application:
     m = metrics or AdapterMetrics()
     health = health or Health()
@@ -204,5 +216,16 @@ def build_app(
             await task
 
     app.cleanup_ctx.append(relister)
+    if config_path and reload_interval > 0:
+
+        def swap(new: Config) -> None:
+            providers.config = registry.config = new
+
+        def counted(result: str) -> None:
+            m.rules_reloads.labels(result).inc()
+            if result == "success":
+                m.rules_loaded.set_to_current_time()
+
+        app.cleanup_ctx.append(RuleReloader(config_path, swap, registry.relist, counted, reload_interval).run)
     app.cleanup_ctx.append(health.heartbeat)
     return app

@@ -160,11 +160,9 @@ def replay(
 
 
 def cmd_replay(a: argparse.Namespace, settings: Settings) -> int:
-    from adapter.config import ConfigError, load_config
-    from adapter.prometheus import Prometheus, PrometheusSettings
     from shared.kube.errors import KubeError
 
-    from .record import RecordError, default_pod_regex, pod_startup, record
+    from .record import RecordError, default_pod_regex, pod_startup, prometheus, record, rules
 
     try:
         hpa = _load_hpa(a.hpa, a.kubeconfig)
@@ -178,17 +176,15 @@ def cmd_replay(a: argparse.Namespace, settings: Settings) -> int:
         start, end = moment(a.start, now), moment(a.end, now)
         if end <= start:
             raise ValueError(f"--from {a.start} is not before --to {a.end}")
-        config = load_config(a.config)
+        config = rules(a.config)
         requests = dict(kv.split("=", 1) for kv in a.requests.split(",") if "=" in kv)
         if not requests and not Path(a.hpa).exists():
             requests = _live_requests(hpa, a.kubeconfig)
-    except (ValueError, OSError, ConfigError, argparse.ArgumentTypeError, KubeError) as e:
+    except (ValueError, OSError, RecordError, argparse.ArgumentTypeError, KubeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     step = a.step or a.horizontal_pod_autoscaler_sync_period
-    prom = Prometheus(
-        PrometheusSettings(a.prometheus_url, timeout=a.prometheus_timeout.total_seconds()), cache_ttl=0
-    )
+    prom = prometheus(a.prometheus_url, a.prometheus_timeout.total_seconds())
     startup = a.pod_startup
     try:
         steps = asyncio.run(record(hpa, config, prom, start, end, step, a.pod_regex, a.real_replicas_query))

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from adapter.config import Config, GroupResource, Rule
+from adapter.config import Config, ConfigError, GroupResource, Rule, load_config
 from adapter.naming import PODS
-from adapter.prometheus import Prometheus
+from adapter.prometheus import Prometheus, PrometheusSettings
 from adapter.queries import ObjectQuery, container_query, custom_query, external_query
 from adapter.registry import index_series
 from shared.kube.resources import by_kind
@@ -45,6 +45,18 @@ class Series:
 
 
 Progress = Callable[[str], None]
+
+
+def rules(path: str) -> Config:
+    """The adapter's rule file, with the adapter's own validation (errors name file:line)."""
+    try:
+        return load_config(path)
+    except ConfigError as e:
+        raise RecordError(str(e)) from None
+
+
+def prometheus(url: str, timeout: float) -> Prometheus:
+    return Prometheus(PrometheusSettings(url, timeout=timeout), cache_ttl=0)
 
 
 def _progress(text: str) -> None:
