@@ -3,11 +3,15 @@
 #   make demo   virtualenv + install + the cluster tools + the whole story on a local control plane
 #   make unit   virtualenv + install + the pure tests (no cluster, no Prometheus, no build): seconds
 PYTHON ?= python3
+# Which Prometheus the tests and the local cluster run: 3 (built from the Go module proxy) or
+# 2 (Debian's 2.x); CI runs the adapter and end-to-end tests against both
+PROMETHEUS ?= 3
+export PROMHPA_PROMETHEUS := $(PROMETHEUS)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv lint unit test differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-controller clean
+.PHONY: venv lint unit test test-prometheus2 differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-controller clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +34,10 @@ unit: venv
 # The cluster tools are built before pytest so a cold build (25-45 min) shows its progress.
 test: lint cluster-tools
 	$(BIN)/pytest
+
+# The adapter's and the end-to-end tests again, against Prometheus 2.x (CI runs this too).
+test-prometheus2: venv cluster-tools
+	PROMHPA_PROMETHEUS=2 $(BIN)/pytest tests/adapter tests/controller/live tests/controller/replay tests/charts/test_observability.py
 
 # A long differential run against upstream's controller package (make test runs 5,000
 # snapshots with a fixed seed): e.g. make differential SNAPSHOTS=100000 SEED=$$RANDOM

@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from shared.selectors import Requirement, Selector
 
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+# stands for a series name that must be quoted (Prometheus 3's UTF-8 names) until the
+# rendered query is finished; it cannot occur in a rule or in anything a request carries
+_SERIES = "\x00series\x00"
 # RE2 metacharacters; escaping them makes a value match literally
 _RE2_META = re.compile(r"([\\.+*?()|\[\]{}^$])")
 
@@ -52,9 +56,35 @@ def regex_literal(value: str) -> str:
 
 
 def check_label(name: str) -> str:
-    if not _LABEL_NAME.match(name):
+    """Any UTF-8 text is a label name for Prometheus 3 (quoted when it is not a legacy name;
+    Prometheus 2 refuses those queries, and has no such labels)."""
+    if not name or "\x00" in name:
         raise QueryError(f"{name!r} is not a valid Prometheus label name")
     return name
+
+
+def label_ref(name: str) -> str:
+    """A label name as PromQL reads it: bare when legacy, else a quoted string (Prometheus 3)."""
+    return name if _LABEL_NAME.match(name) else quote(name)
+
+
+def series_ref(name: str) -> str:
+    """A series name for ``.Series``: bare when legacy; otherwise a stand-in that
+    ``finish`` turns into the quoted-name form Prometheus 3 reads."""
+    return name if not name or _METRIC_NAME.match(name) else _SERIES
+
+
+def finish(query: str, series: str) -> str:
+    """``name{matchers}`` with a UTF-8 name becomes ``{"name", matchers}`` (and a bare name
+    ``{"name"}``): the only form in which Prometheus 3 accepts such a name."""
+    if _SERIES not in query:
+        return query
+    q = quote(series)
+    return (
+        query.replace(_SERIES + "{}", "{" + q + "}")
+        .replace(_SERIES + "{", "{" + q + ",")
+        .replace(_SERIES, "{" + q + "}")
+    )
 
 
 @dataclass(frozen=True)
@@ -64,7 +94,7 @@ class Matcher:
     value: str  # already regex-escaped for =~ / !~
 
     def __str__(self) -> str:
-        return f"{self.label}{self.op}{quote(self.value)}"
+        return f"{label_ref(self.label)}{self.op}{quote(self.value)}"
 
 
 def values_matcher(label: str, values: Sequence[str], negate: bool = False) -> Matcher:
@@ -114,9 +144,9 @@ def template_values(
 ) -> dict[str, object]:
     """The variables a metricsQuery template sees, as prometheus-adapter provides them."""
     return {
-        "Series": series,
+        "Series": series_ref(series),
         "LabelMatchers": join_matchers(matchers),
         "LabelValuesByName": {k: "|".join(regex_literal(v) for v in vs) for k, vs in values_by_name.items()},
-        "GroupBy": ",".join(group_by),
+        "GroupBy": ",".join(label_ref(g) for g in group_by),
         "GroupBySlice": list(group_by),
     }

@@ -14,7 +14,15 @@ from shared.selectors import Selector
 
 from .config import GroupResource, ResourceQuery, Rule
 from .naming import NAMESPACES, PODS, ResourceMapper
-from .promql import Matcher, QueryError, check_label, selector_matchers, template_values, values_matcher
+from .promql import (
+    Matcher,
+    QueryError,
+    check_label,
+    finish,
+    selector_matchers,
+    template_values,
+    values_matcher,
+)
 
 
 @dataclass(frozen=True)
@@ -49,7 +57,9 @@ def custom_query(rule: Rule, series: str, req: ObjectQuery) -> tuple[str, str]:
         values[label] = list(req.names)
     else:  # every object that has the metric
         matchers.append(Matcher(check_label(label), "!=", ""))
-    return rule.metrics_query.render(template_values(series, matchers, [label], values)), label
+    return finish(
+        rule.metrics_query.render(template_values(series, matchers, [label], values)), series
+    ), label
 
 
 def external_query(rule: Rule, series: str, namespace: str | None, selector: Selector | None) -> str:
@@ -61,7 +71,7 @@ def external_query(rule: Rule, series: str, namespace: str | None, selector: Sel
         ns_label = ResourceMapper(rule.resources).namespace_label() or "namespace"
         matchers.append(values_matcher(ns_label, [namespace]))
         values[ns_label] = [namespace]
-    return rule.metrics_query.render(template_values(series, matchers, [], values))
+    return finish(rule.metrics_query.render(template_values(series, matchers, [], values)), series)
 
 
 def container_query(

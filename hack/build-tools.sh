@@ -14,7 +14,7 @@ set -euo pipefail
 
 # One place for the versions (hack/versions.env); the environment overrides each.
 _env=()
-for v in K8S_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION; do
+for v in K8S_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION PROMETHEUS_VERSION; do
   if [[ -n "${!v:-}" ]]; then _env+=("$v=${!v}"); fi
 done
 # shellcheck source=versions.env
@@ -120,6 +120,19 @@ get_prometheus() {
   rm -rf "$tmp" "$out"; mv "$out.tmp" "$out"
 }
 
+# Prometheus 3 from the Go module proxy. One service-discovery dependency is not served
+# here, and the tests use static targets only: remove_all_sd leaves every SD out. The
+# release (3.XY.Z for module v0.3XY.Z) goes in through ldflags so --version reports it.
+build_prometheus3() {
+  local out="$CACHE/bin/prometheus-$PROMETHEUS_VERSION" v=${PROMETHEUS_VERSION#v0.}
+  local release="${v:0:1}.$((10#${v:1:2})).${v#*.}" pv=github.com/prometheus/common/version
+  mkdir -p "$out.tmp"
+  GOBIN="$out.tmp" go install -trimpath -tags remove_all_sd \
+      -ldflags "-s -w -X $pv.Version=$release -X $pv.Branch=release -X $pv.Revision=$PROMETHEUS_VERSION" \
+      "github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION"
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 # The differential test's harness (test tooling): upstream's own pkg/controller/podautoscaler,
 # copied unchanged from the module cache into a wrapper module next to our driver file
 # (tests/differential/harness), built against the same release as the cluster binaries.
@@ -143,6 +156,7 @@ build_differential() {
 mkdir -p "$CACHE/bin" "$CACHE/work"
 only=${1:-all}
 [[ $only == all || $only == prometheus ]] && step "prometheus (Debian)" "$CACHE/bin/prometheus-debian/prometheus" get_prometheus
+[[ $only == all || $only == prometheus3 ]] && step "prometheus $PROMETHEUS_VERSION" "$CACHE/bin/prometheus-$PROMETHEUS_VERSION/prometheus" build_prometheus3
 [[ $only == all || $only == etcd ]] && step "etcd $ETCD_VERSION" "$CACHE/bin/etcd-$ETCD_VERSION/etcd" build_etcd
 [[ $only == all || $only == kwok ]] && step "kwok $KWOK_VERSION" "$CACHE/bin/kwok-$KWOK_VERSION/kwok" build_kwok
 [[ $only == all || $only == helm ]] && step "helm $HELM_VERSION" "$CACHE/bin/helm-$HELM_VERSION/helm" build_helm

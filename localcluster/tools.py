@@ -29,12 +29,24 @@ def _versions() -> dict[str, str]:
 
 
 _V = _versions()
-K8S_VERSION, ETCD_VERSION, KWOK_VERSION, HELM_VERSION = (
+K8S_VERSION, ETCD_VERSION, KWOK_VERSION, HELM_VERSION, PROMETHEUS_VERSION = (
     _V["K8S_VERSION"],
     _V["ETCD_VERSION"],
     _V["KWOK_VERSION"],
     _V["HELM_VERSION"],
+    _V["PROMETHEUS_VERSION"],
 )
+
+
+def prometheus_major() -> str:
+    """Which Prometheus the local cluster and the tests run: 3 (default) or 2 (Debian's 2.x),
+    from PROMHPA_PROMETHEUS (``make test PROMETHEUS=2``)."""
+    major = os.environ.get("PROMHPA_PROMETHEUS", "3")
+    if major not in ("2", "3"):
+        raise ClusterError(f"PROMHPA_PROMETHEUS={major!r}: use 3 (the default) or 2")
+    return major
+
+
 FAKE_NODES = ("kwok-node-0", "kwok-node-1", "kwok-node-2")
 
 
@@ -53,7 +65,7 @@ def cache_bin() -> Path:
 def tools_cached() -> bool:
     """True when every binary is already built (so bring-up takes seconds, not a cold build)."""
     b = Binaries(cache_bin())
-    names = ("etcd", "apiserver", "controller_manager", "scheduler", "kubectl", "kwok", "helm", "prometheus")
+    names = "etcd apiserver controller_manager scheduler kubectl kwok helm prometheus2 prometheus3".split()  # noqa: SIM905
     return all(Path(getattr(b, n)).exists() for n in names)
 
 
@@ -80,9 +92,12 @@ class Binaries:
             "kubectl": f"k8s-{K8S_VERSION}/kubectl",
             "kwok": f"kwok-{KWOK_VERSION}/kwok",
             "helm": f"helm-{HELM_VERSION}/helm",
-            "prometheus": "prometheus-debian/prometheus",
+            "prometheus2": "prometheus-debian/prometheus",
+            "prometheus3": f"prometheus-{PROMETHEUS_VERSION}/prometheus",
             "differential": f"hpa-differential-{K8S_VERSION}/hpa-differential",
         }
+        if name == "prometheus":  # the one the tests and the local cluster run
+            name = f"prometheus{prometheus_major()}"
         if name not in table:
             raise AttributeError(name)
         return str(self.bin / table[name])

@@ -90,3 +90,41 @@ def test_fast_milli_formatting_equals_the_exact_formatter(milli: int) -> None:
     from shared.quantity import Quantity
 
     assert format_milli(milli) == str(Quantity.from_milli(milli))
+
+
+UTF8 = parse_config(
+    """
+rules:
+- seriesQuery: '{"http.server.duration", "k8s.namespace.name"!="", "k8s.pod.name"!=""}'
+  resources:
+    overrides: {k8s.namespace.name: {resource: namespace}, k8s.pod.name: {resource: pod}}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'
+externalRules:
+- seriesQuery: '{"queue.depth"}'
+  resources: {namespaced: false}
+  metricsQuery: 'max(<<.Series>>) by (queue)'
+"""
+)
+
+
+def test_utf8_names_are_quoted_as_prometheus_3_reads_them() -> None:
+    from adapter.naming import PODS
+
+    q, label = custom_query(
+        UTF8.rules[0], "http.server.duration", ObjectQuery(PODS, "shop", ("web-0", "web-1"))
+    )
+    assert label == "k8s.pod.name"
+    assert q == (
+        'sum(rate({"http.server.duration","k8s.namespace.name"="shop","k8s.pod.name"=~"web-0|web-1"}[2m]))'
+        ' by ("k8s.pod.name")'
+    )
+
+
+def test_a_utf8_series_alone_becomes_a_quoted_selector() -> None:
+    assert (
+        external_query(UTF8.external_rules[0], "queue.depth", None, None) == 'max({"queue.depth"}) by (queue)'
+    )
+
+
+def test_legacy_names_stay_bare_for_prometheus_2() -> None:
+    assert q(("web-0",)) == 'sum(rate(http_requests_total{namespace="default",pod="web-0"}[2m])) by (pod)'
