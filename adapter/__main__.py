@@ -82,7 +82,16 @@ def prometheus_flags(p: argparse.ArgumentParser) -> None:
         "--prometheus-method",
         choices=("GET", "POST"),
         default="GET",
-        help="HTTP method for queries (POST for very long queries)",
+        help="HTTP method for queries (default GET; a query longer than --prometheus-post-over is "
+        "always POSTed)",
+    )
+    p.add_argument(
+        "--prometheus-post-over",
+        type=int,
+        default=4096,
+        metavar="BYTES",
+        help="POST queries whose encoded PromQL is longer than this (default 4096; 0: never), so a "
+        "pods/* request over thousands of pods never exceeds a proxy's URL limit",
     )
     p.add_argument(
         "--prometheus-timeout",
@@ -137,6 +146,7 @@ def prometheus_settings(a: argparse.Namespace) -> PrometheusSettings:
         client_key=a.prometheus_client_key or extra.get("client_key"),
         basic_auth=basic or extra.get("basic_auth"),
         method=a.prometheus_method,
+        post_over=a.prometheus_post_over,
         timeout=a.prometheus_timeout.total_seconds(),
         retries=a.prometheus_retries,
         insecure_skip_verify=a.prometheus_insecure_skip_verify or bool(extra.get("insecure_skip_verify")),

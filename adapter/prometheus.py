@@ -24,6 +24,7 @@ import asyncio
 import json
 import re
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -55,7 +56,8 @@ class PrometheusSettings:
     client_cert: str | None = None
     client_key: str | None = None
     basic_auth: tuple[str, str] | None = None
-    method: str = "GET"
+    method: str = "GET"  # GET: POST only for queries longer than post_over; POST: always
+    post_over: int = 4096  # bytes of encoded query; proxies commonly refuse longer URLs
     timeout: float = 10.0  # the whole call's deadline, retry included
     retries: int = 1  # 0 or 1: one more attempt, only inside the deadline
     insecure_skip_verify: bool = False
@@ -94,16 +96,20 @@ class Prometheus:
         on_query: Callable[[str, float, bool], None] | None = None,
     ) -> None:
         self.settings = settings
+        session = _session(settings)
         self._client = PrometheusConnect(
             url=settings.url.rstrip("/"),
             headers=dict(settings.headers) or None,
             disable_ssl=settings.insecure_skip_verify,
             auth=settings.basic_auth,
-            session=_session(settings),
+            session=session,
             timeout=settings.timeout,
             method=settings.method.upper(),
             retry=Retry(total=0, connect=0, read=0, status=0, redirect=0, raise_on_status=False),
         )
+        # prometheus-api-client's "POST" still sends the query in the URL; a query too long
+        # for a URL (a pods/* request over thousands of pods) goes as a form body instead
+        self._session = session
         self._pool = ThreadPoolExecutor(max_workers=max(1, settings.threads), thread_name_prefix="prometheus")
         self._cache: TTLCache[str, list[Sample]] | None = (
             TTLCache(maxsize=cache_size, ttl=cache_ttl) if cache_ttl > 0 else None
@@ -149,6 +155,28 @@ class Prometheus:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
+    def _long(self, promql: str) -> bool:
+        """Too long for a URL (or POST asked for): sent as a form body."""
+        if self.settings.method.upper() == "POST":
+            return True
+        return 0 < self.settings.post_over < len(urllib.parse.quote(promql, safe=""))
+
+    def _form(self, path: str, form: dict[str, str], timeout: float) -> Any:
+        """A form-encoded POST to the HTTP API, answered and failed as the client's calls are."""
+        s = self.settings
+        response = self._session.post(
+            f"{s.url.rstrip('/')}{path}",
+            data=form,
+            headers=dict(s.headers) or None,
+            auth=s.basic_auth,
+            timeout=timeout,
+        )
+        if response.status_code != 200:
+            raise PrometheusApiClientException(
+                f"HTTP Status Code {response.status_code} ({response.content!r})"
+            )
+        return response.json()["data"]["result"]
+
     async def query_range(
         self, promql: str, start: datetime, end: datetime, step: timedelta, max_points: int = 10_000
     ) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
@@ -157,11 +185,20 @@ class Prometheus:
         series, chunks joined."""
         out: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
         seconds = step.total_seconds()
+        long = self._long(promql)
         chunk_start = start
         while chunk_start <= end:
             chunk_end = min(end, chunk_start + step * (max_points - 1))
 
-            def fetch(left: float, a: datetime = chunk_start, b: datetime = chunk_end) -> Any:
+            def fetch(
+                left: float,
+                a: datetime = chunk_start,
+                b: datetime = chunk_end,
+            ) -> Any:
+                if long:
+                    form = {"query": promql, "start": f"{a.timestamp():.3f}", "end": f"{b.timestamp():.3f}",
+                            "step": f"{seconds:g}", "timeout": f"{left:.3f}"}  # fmt: skip
+                    return self._form("/api/v1/query_range", form, left)
                 return self._client.custom_query_range(
                     promql, start_time=a, end_time=b, step=f"{seconds:g}",
                     # the client rounds start and end to whole seconds; ours are exact
@@ -188,13 +225,15 @@ class Prometheus:
             return await asyncio.shield(pending)
         future: asyncio.Future[list[Sample]] = asyncio.get_running_loop().create_future()
         self._inflight[promql] = future
+        long = self._long(promql)
+
+        def fetch(left: float) -> Any:
+            if long:
+                return self._form("/api/v1/query", {"query": promql, "timeout": f"{left:.3f}"}, left)
+            return self._client.custom_query(promql, params={"timeout": f"{left:.3f}"}, timeout=left)
+
         try:
-            raw = await self._call(
-                "query",
-                lambda left: self._client.custom_query(
-                    promql, params={"timeout": f"{left:.3f}"}, timeout=left
-                ),
-            )
+            raw = await self._call("query", fetch)
             samples = [_sample(r) for r in raw]
             if self._cache is not None:
                 self._cache[promql] = samples

@@ -4,6 +4,13 @@ pytest policy for a Prometheus that is not built yet (skip locally, fail under C
 from __future__ import annotations
 
 import os
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -25,6 +32,7 @@ __all__ = [
     "AdapterProcess",
     "Exporter",
     "PrometheusProcess",
+    "Recorder",
     "cpu_deployment",
     "free_port",
     "prefixed_rules",
@@ -82,3 +90,72 @@ resourceRules:
     containerLabel: container
   window: 1s
 """
+
+
+@dataclass
+class Recorder:
+    """A forwarding proxy to Prometheus that keeps (query, status) of every instant query,
+    and the HTTP method of each; with ``max_url`` it refuses longer request lines with 414,
+    as proxies in front of Prometheus do."""
+
+    upstream: str
+    max_url: int = 0
+    queries: list[tuple[str, int]] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self) -> str:
+        rec = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self, body: bytes | None) -> None:
+                with rec.lock:
+                    rec.methods.append(self.command)
+                if rec.max_url and len(self.path) > rec.max_url:
+                    self.send_response(414)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                url = rec.upstream + self.path
+                params = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                if body:
+                    params.update(urllib.parse.parse_qs(body.decode()))
+                req = urllib.request.Request(url, data=body, method=self.command)
+                if body:
+                    req.add_header("Content-Type", "application/x-www-form-urlencoded")
+                try:
+                    with urllib.request.urlopen(req, timeout=10) as r:
+                        code, data = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    with e:
+                        code, data = e.code, e.read()
+                if self.path.startswith("/api/v1/query"):
+                    with rec.lock:
+                        rec.queries.append((params.get("query", [""])[0], code))
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._forward(None)
+
+            def do_POST(self) -> None:
+                self._forward(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def take(self) -> list[tuple[str, int]]:
+        with self.lock:
+            out, self.queries = self.queries, []
+        return out
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -23,8 +23,9 @@ and up to one sync period either side of it, and agrees if any of those equals t
 A difference that outlives one sync period is never explained away. It is a difference if
 it equals none;
 with no pair of equal inputs it is counted as not comparable. An owner that writes nothing
-(its decision did not change) is compared directly under the same rule: a difference at
-two of our reconciles running without a write is one too.
+(its decision did not change) is compared directly under the same rules (inputs equal,
+time within a period): a difference at two of our reconciles running without a write is
+one too.
 """
 
 from __future__ import annotations
@@ -234,7 +235,8 @@ class Shadow:
             and owner_status.get("conditions")
             and inputs(status) == inputs(owner_status)
         ):
-            if shown:
+            # its status is its decision of up to a sync period ago: the same time tolerance
+            if shown and not self._agrees(mine, owner_status, now):
                 steady = (previous.steady_sights if previous else 0) + 1
                 if steady >= STEADY_SIGHTS:
                     real = shown

@@ -19,17 +19,21 @@ import os
 import random
 import re
 import ssl
-import threading
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
-from tests.support import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
+from tests.support import (
+    AdapterProcess,
+    Exporter,
+    PrometheusProcess,
+    Recorder,
+    start_adapter,
+    stop_adapter,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -58,64 +62,6 @@ resourceRules:
     containerLabel: container
   window: 1m
 """
-
-
-@dataclass
-class Recorder:
-    """A forwarding proxy to Prometheus that keeps (query, status) of every instant query."""
-
-    upstream: str
-    queries: list[tuple[str, int]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def start(self) -> str:
-        rec = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _forward(self, body: bytes | None) -> None:
-                url = rec.upstream + self.path
-                params = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
-                if body:
-                    params.update(urllib.parse.parse_qs(body.decode()))
-                req = urllib.request.Request(url, data=body, method=self.command)
-                if body:
-                    req.add_header("Content-Type", "application/x-www-form-urlencoded")
-                try:
-                    with urllib.request.urlopen(req, timeout=10) as r:
-                        code, data = r.status, r.read()
-                except urllib.error.HTTPError as e:
-                    with e:
-                        code, data = e.code, e.read()
-                if self.path.startswith("/api/v1/query"):
-                    with rec.lock:
-                        rec.queries.append((params.get("query", [""])[0], code))
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self._forward(None)
-
-            def do_POST(self) -> None:
-                self._forward(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def take(self) -> list[tuple[str, int]]:
-        with self.lock:
-            out, self.queries = self.queries, []
-        return out
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture(scope="module")

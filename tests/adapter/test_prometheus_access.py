@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from adapter.config import parse_config
+from adapter.promapi import PrometheusUnavailable
 from adapter.prometheus import Prometheus, PrometheusSettings
 from tests.support import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
 
@@ -171,3 +173,46 @@ def test_a_range_query_in_chunks_equals_one_in_a_piece(
         (sorted(labels.items()), values) for labels, values in whole
     )
     assert {len(v) for _, v in chunked} == {11}  # every step, none twice at a chunk boundary
+
+
+def test_a_query_over_5000_pods_is_posted_past_a_proxys_url_limit(
+    exporter: Exporter, prometheus: PrometheusProcess
+) -> None:
+    """The query a pods/* request over 5,000 pods becomes (one regex of every name) is
+    ~44 KB here (~100 KB with real pod names): as a GET, a proxy with nginx's 8 KB limit
+    refuses it."""
+    from adapter.naming import PODS
+    from adapter.queries import ObjectQuery, custom_query
+    from tests.support import Recorder
+
+    exporter.set('big_requests{namespace="big",pod="web-1234"}', 3)
+    exporter.set('big_requests{namespace="big",pod="web-4999"}', 4)
+    wait_until(lambda: len(prometheus.query("big_requests")) == 2, what="scrape")
+    rule = parse_config(
+        """
+rules:
+- seriesQuery: '{__name__="big_requests"}'
+  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+    ).rules[0]
+    names = tuple(f"web-{i}" for i in range(5000))
+    query, _ = custom_query(rule, "big_requests", ObjectQuery(PODS, "big", names))
+    assert len(query) > 40_000
+    proxy = Recorder(prometheus.url, max_url=8192)
+    url = proxy.start()
+    try:
+        p = Prometheus(PrometheusSettings(url), cache_ttl=0)
+        got = {s.labels["pod"]: s.value for s in asyncio.run(p.query(query))}
+        assert got == {"web-1234": 3.0, "web-4999": 4.0}
+        assert proxy.methods[-1] == "POST"
+        short = asyncio.run(p.query('big_requests{pod="web-1234"}'))
+        assert [s.value for s in short] == [3.0]
+        assert proxy.methods[-1] == "GET"  # short queries stay cacheable GETs
+        never = Prometheus(PrometheusSettings(url, post_over=0), cache_ttl=0)
+        with pytest.raises(PrometheusUnavailable, match="414"):
+            asyncio.run(never.query(query))  # the refusal POST avoids
+        p.close()
+        never.close()
+    finally:
+        proxy.close()

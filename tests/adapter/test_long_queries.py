@@ -1,0 +1,102 @@
+"""A ``pods/*`` request over 5,000 pods, through the real aggregator: the adapter's query
+names every pod (a ~100 KB regex), which it POSTs; a proxy in front of Prometheus with
+nginx's 8 KB URL limit lets it through."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from localcluster import Cluster
+from tests.support import (
+    AdapterProcess,
+    Exporter,
+    PrometheusProcess,
+    Recorder,
+    register_and_start_adapter,
+    stop_adapter,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+NS, PODS = "big", 5000
+CONFIG = """
+rules:
+- seriesQuery: '{__name__="big_inflight",namespace!="",pod!=""}'
+  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+
+
+def running(cluster: Cluster) -> list[str]:
+    out = cluster.kubectl("-n", NS, "get", "pods", "-l", "app=big", "-o", "json", check=False)
+    items = json.loads(out.stdout or '{"items": []}')["items"]
+    return [p["metadata"]["name"] for p in items if p["status"].get("phase") == "Running"]
+
+
+@pytest.fixture(scope="module")
+def proxy(prometheus: PrometheusProcess) -> Iterator[Recorder]:
+    r = Recorder(prometheus.url, max_url=8192)
+    r.start()
+    yield r
+    r.close()
+
+
+@pytest.fixture(scope="module")
+def adapter(
+    cluster: Cluster,
+    exporter: Exporter,
+    prometheus: PrometheusProcess,
+    proxy: Recorder,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[AdapterProcess]:
+    exporter.set(f'big_inflight{{namespace="{NS}",pod="seed"}}', 0)
+    wait_until(lambda: prometheus.query("big_inflight") != [], what="scrape")
+    url = f"http://127.0.0.1:{proxy.server.server_address[1]}"
+    a = register_and_start_adapter(
+        cluster, prometheus, tmp_path_factory.mktemp("big"), CONFIG, f"--prometheus-url={url}"
+    )
+    yield a
+    stop_adapter(a)
+
+
+@pytest.mark.timeout(400)
+def test_pods_star_over_5000_pods_is_served(
+    cluster: Cluster, exporter: Exporter, adapter: AdapterProcess, proxy: Recorder
+) -> None:
+    cluster.kubectl("create", "namespace", NS, check=False)
+    cluster.kubectl(
+        "-n", NS, "create", "deployment", "big", "--image=example.invalid/big", f"--replicas={PODS}"
+    )
+    try:
+        wait_until(lambda: len(running(cluster)) == PODS, timeout=240, what=f"{PODS} running pods")
+        names = sorted(running(cluster))
+        exporter.set(f'big_inflight{{namespace="{NS}",pod="{names[0]}"}}', 3)
+        exporter.set(f'big_inflight{{namespace="{NS}",pod="{names[-1]}"}}', 4)
+        path = (
+            f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/{NS}/pods/*/big_inflight?labelSelector=app%3Dbig"
+        )
+        answer: dict[str, str] = {}
+        last: list[str] = [""]
+
+        def served() -> bool:
+            out = cluster.kubectl("get", "--raw", path, check=False)
+            last[0] = (out.stderr or out.stdout)[:500]
+            if out.returncode != 0:
+                return False
+            answer.clear()
+            answer.update({i["describedObject"]["name"]: i["value"] for i in json.loads(out.stdout)["items"]})
+            return answer == {names[0]: "3", names[-1]: "4"}
+
+        try:
+            wait_until(served, timeout=60, what="both pods' values through the aggregator")
+        except AssertionError:
+            print("last answer:", last[0], answer, proxy.methods[-5:])
+            raise
+        posted = [q for q, _ in proxy.take() if q.count("|") >= PODS - 1]
+        assert posted, "the 5,000-name query reached Prometheus"
+        assert "POST" in proxy.methods
+    finally:
+        cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
