@@ -132,7 +132,8 @@ class Reconciler:
         snap, hpa, scale_path = await self.snapshot(namespace, name)
         parsed = parse_snapshot(snap)
         if self.dry_run:  # the owner's rescales, not ours, count against its rate limits
-            parsed = replace(parsed, history=self.shadow.follow_owner(key, parsed.history, parsed.behavior))
+            history = self.shadow.follow_owner(key, parsed.history, parsed.behavior, parsed.now)
+            parsed = replace(parsed, history=history)
         decision = decide(parsed)
         if decision.rescale and not self.dry_run and scale_path is not None:
             scale = {

@@ -165,11 +165,21 @@ class Shadow:
                 at = max(at, seen_at)
             self._pending.setdefault(key, []).append(OwnerRescale(desired - current, at))
 
-    def follow_owner(self, key: Key, history: History, behavior: Behavior | None) -> History:
+    def follow_owner(
+        self, key: Key, history: History, behavior: Behavior | None, upto: datetime | None = None
+    ) -> History:
         """The memory with the owner's rescales since the last reconcile stored as upstream
-        stores its own (only with a behavior; the slot of an outdated event is reused)."""
+        stores its own (only with a behavior; the slot of an outdated event is reused).
+
+        Only rescales seen by ``upto`` (the snapshot's clock, read before the scale) count:
+        one the owner made while we were reading is not in the scale we read either, and
+        waits for the next reconcile."""
         with self._lock:
-            rescales = self._pending.pop(key, [])
+            pending = self._pending.pop(key, [])
+            rescales = [r for r in pending if upto is None or r.at <= upto]
+            later = [r for r in pending if upto is not None and r.at > upto]
+            if later:
+                self._pending[key] = later
         if behavior is None:
             return history
         ups, downs = history.scale_up_events, history.scale_down_events

@@ -180,3 +180,15 @@ def test_dry_run_events_say_so_and_never_claim_a_rescale() -> None:
         "DryRunFailedGetPodsMetric",
         "unable to get",
     )
+
+
+def test_a_rescale_seen_after_the_snapshot_clock_waits_for_the_next_reconcile() -> None:
+    sh = Shadow()
+    sh.observe_hpa("ADDED", hpa(3, 3, None), T0)
+    sh.observe_hpa(
+        "MODIFIED", hpa(3, 4, "2026-11-23T12:00:13Z"), T0 + timedelta(seconds=13, milliseconds=150)
+    )
+    snapshot_clock = T0 + timedelta(seconds=13, milliseconds=75)  # the scale was read before it
+    assert sh.follow_owner(KEY, History(), BEHAVIOR, snapshot_clock) == History()
+    later = sh.follow_owner(KEY, History(), BEHAVIOR, T0 + timedelta(seconds=15))
+    assert [e.replica_change for e in later.scale_up_events] == [1]
