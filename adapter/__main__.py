@@ -10,7 +10,9 @@ import argparse
 import asyncio
 import ipaddress
 import re
+import ssl
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -287,6 +289,12 @@ def load_rules(path: str | None) -> Config:
 async def serve(a: argparse.Namespace) -> int:
     level = "debug" if a.v is not None and a.v >= 4 else a.log_level
     configure(json=a.log_format == "json", level=level)
+    url = urllib.parse.urlsplit(a.prometheus_url)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        log.error(
+            "--prometheus-url must be an http(s) URL, e.g. http://prometheus:9090", got=a.prometheus_url
+        )
+        return 2
     ignored = [
         f
         for f, v in (("--logtostderr", a.logtostderr), ("--alsologtostderr", a.alsologtostderr))
@@ -348,11 +356,20 @@ async def serve(a: argparse.Namespace) -> int:
         cert, key = self_signed(Path(a.cert_dir), a.cert_dns_name)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    ctx = server_context(cert, key, a.tls_cipher_suites, a.tls_min_version)
+    try:
+        ctx = server_context(cert, key, a.tls_cipher_suites, a.tls_min_version)
+    except (OSError, ssl.SSLError) as e:
+        log.error("cannot load the serving certificate", cert=str(cert), key=str(key), error=str(e))
+        return 2
     if requestheader is not None:
         add_client_ca(ctx, requestheader)
     site = web.TCPSite(runner, a.bind_address, a.secure_port, ssl_context=ctx)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as e:  # e.g. the port is in use
+        log.error("cannot serve", address=f"{a.bind_address}:{a.secure_port}", error=str(e))
+        await runner.cleanup()
+        return 2
     probes = ProbeServer(health, a.bind_address, a.health_port) if a.health_port else None
     if probes is not None:
         probes.start()

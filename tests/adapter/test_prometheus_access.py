@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -216,3 +217,40 @@ rules:
         never.close()
     finally:
         proxy.close()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--tls-cert-file=/no/such.crt", "--tls-private-key-file=/no/such.key"],
+            "cannot load the serving certificate",
+        ),
+        (["--prometheus-url=prometheus:9090"], "--prometheus-url must be an http(s) URL"),
+        (["--secure-port={busy}"], "cannot serve"),
+    ],
+    ids=["certificate", "prometheus-url", "port-in-use"],
+)
+def test_startup_mistakes_are_one_clean_error(flags: list[str], message: str, tmp_path: Path) -> None:
+    import socket
+
+    log = tmp_path / "adapter.log"
+    with socket.socket() as busy, open(log, "w") as out:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        argv = [f.format(busy=busy.getsockname()[1]) for f in flags]
+        # output to a file and wait for the exit: a pipe's end may outlive the process
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "adapter", "--insecure-skip-auth", "--bind-address=127.0.0.1",
+             "--health-port=0", "--prometheus-url=http://127.0.0.1:1", "--secure-port=0", *argv,
+             "--log-format=console"],
+            stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            code = proc.wait(timeout=30)
+        finally:
+            proc.kill()
+    text = log.read_text()
+    assert code == 2, text
+    assert message in text
+    assert "Traceback" not in text
