@@ -189,14 +189,6 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="klog verbosity: 4 or more is --log-level=debug",
     )
-    for klog_flag in ("--logtostderr", "--alsologtostderr"):
-        p.add_argument(
-            klog_flag,
-            nargs="?",
-            const="true",
-            default=None,
-            help="accepted for prometheus-adapter compatibility; logs always go to stderr",
-        )
     p.add_argument(
         "--config", help="rule file (prometheus-adapter format); prometheus-adapter's defaults if omitted"
     )
@@ -295,13 +287,6 @@ async def serve(a: argparse.Namespace) -> int:
             "--prometheus-url must be an http(s) URL, e.g. http://prometheus:9090", got=a.prometheus_url
         )
         return 2
-    ignored = [
-        f
-        for f, v in (("--logtostderr", a.logtostderr), ("--alsologtostderr", a.alsologtostderr))
-        if v is not None
-    ]
-    if ignored:
-        log.info("accepted for prometheus-adapter compatibility and ignored", flags=ignored)
     errors = compat.apply(a, a.argv, a.set_aside)
     if errors:
         for e in errors:

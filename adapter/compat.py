@@ -78,6 +78,8 @@ IGNORED = [
     Compat("--profiling", None, "no profiling endpoints are served"),
     Compat("--contention-profiling", None, "no profiling endpoints are served"),
     Compat("--debug-socket-path", None, "no profiling endpoints are served"),
+    Compat("--logtostderr", None, "logs always go to stderr"),
+    Compat("--alsologtostderr", None, "logs always go to stderr"),
     Compat("--vmodule", None, "structured logs; use --log-level"),
     Compat("--log-flush-frequency", None, "logs are written at once"),
     Compat("--log-dir", None, "logs go to stderr"),
