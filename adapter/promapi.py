@@ -10,10 +10,14 @@ and 504 ``Status`` objects.
 
 from __future__ import annotations
 
+import asyncio
 import math
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol
+from typing import Protocol, TypeVar, cast
+
+T = TypeVar("T")
 
 
 class PrometheusUnavailable(Exception):  # noqa: N818 - reads as a state: "Prometheus unavailable"
@@ -57,3 +61,17 @@ class PrometheusAPI(Protocol):
 def finite(value: float) -> float | None:
     """NaN and +-Inf never reach the wire as quantities."""
     return value if math.isfinite(value) else None
+
+
+async def gather_all(aws: list[Awaitable[T]]) -> list[T]:
+    """All results, or the first failure once every call has ended.
+
+    Not ``asyncio.gather`` failing fast: on 3.11 a failure that lands while the gather is
+    being cancelled is raised *instead of* the cancellation, so a stopping discovery loop
+    caught it as an outage and never stopped; and failing fast leaves the other calls running
+    unowned."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return cast(list[T], results)

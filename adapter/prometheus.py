@@ -38,7 +38,7 @@ from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
-from .promapi import PrometheusRejected, PrometheusTimeout, PrometheusUnavailable, Sample
+from .promapi import PrometheusRejected, PrometheusTimeout, PrometheusUnavailable, Sample, gather_all
 
 T = TypeVar("T")
 __all__ = ["Prometheus", "PrometheusSettings", "PrometheusTimeout", "PrometheusUnavailable", "Sample"]
@@ -130,7 +130,10 @@ class Prometheus:
             if left <= 0.05 or (attempt and not _retryable(error)):
                 break
             try:
-                result = await asyncio.wait_for(loop.run_in_executor(self._pool, fn, left), timeout=left)
+                # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancellation that
+                # arrives as the thread finishes, and a cancelled discovery loop then never ends
+                async with asyncio.timeout(left):
+                    result = await loop.run_in_executor(self._pool, fn, left)
             except (TimeoutError, requests.Timeout):
                 error = TimeoutError()
                 break  # the deadline is spent: no retry can fit
@@ -321,4 +324,4 @@ async def gather_limited(calls: list[Callable[[], Awaitable[T]]], limit: int = 8
         async with sem:
             return await c()
 
-    return list(await asyncio.gather(*(one(c) for c in calls)))
+    return await gather_all([one(c) for c in calls])

@@ -23,7 +23,7 @@ from cachetools import TTLCache
 
 from .config import Config, GroupResource, Rule
 from .naming import NamingError, ResourceMapper, metric_name
-from .promapi import PrometheusAPI
+from .promapi import PrometheusAPI, gather_all
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class Registry:
         by_query: dict[str, list[Rule]] = defaultdict(list)
         for rule in rules:
             by_query[rule.series_query].append(rule)
-        results = await asyncio.gather(*(self.prometheus.series(q, self.max_age) for q in by_query))
+        results = await gather_all([self.prometheus.series(q, self.max_age) for q in by_query])
         idx = Index.empty()
         for (_query, rules_for_query), series in zip(by_query.items(), results, strict=True):
             idx.series_count += len(series)

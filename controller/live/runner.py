@@ -382,7 +382,8 @@ async def run(opts: Options) -> int:
     if elector is not None:
         while not await elector.try_acquire():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), elector.retry_seconds)
+                async with asyncio.timeout(elector.retry_seconds):  # cancellable, unlike 3.11's wait_for
+                    await stop.wait()
             if stop.is_set():
                 await runner.cleanup()
                 return 0

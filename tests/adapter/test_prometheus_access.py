@@ -250,6 +250,7 @@ def test_startup_mistakes_are_one_clean_error(flags: list[str], message: str, tm
             code = proc.wait(timeout=30)
         finally:
             proc.kill()
+            proc.wait()  # reaped here, not warned about by a later test's garbage collection
     text = log.read_text()
     assert code == 2, text
     assert message in text
