@@ -63,8 +63,9 @@ cluster-tools:
 	@hack/build-tools.sh >/dev/null
 
 # A real control plane on 127.0.0.1 (state, logs and kubeconfig in .cluster/); returns when ready.
+# THANOS=1 adds two Prometheus replicas with Thanos sidecars and a Querier (dedup on `replica`).
 cluster: venv cluster-tools
-	$(BIN)/python -m localcluster up --dir .cluster
+	$(BIN)/python -m localcluster up --dir .cluster $(if $(THANOS),--thanos)
 
 cluster-down: venv
 	$(BIN)/python -m localcluster down --dir .cluster

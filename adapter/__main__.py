@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import ipaddress
 import re
 import ssl
 import sys
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,9 @@ from shared.version import promhpa_version
 from . import compat
 from .app import AdapterMetrics, build_app
 from .auth import Authenticator, add_client_ca, load_requestheader_config
+from .backends import Backends, basic_auth
 from .check_config import check_config
-from .config import Config, ConfigError, load_config, parse_config
+from .config import Backend, Config, ConfigError, load_config, parse_config
 from .default_rules import DEFAULT_RULES
 from .health import Health, ProbeServer
 from .objects import ObjectCache
@@ -153,6 +155,33 @@ def prometheus_settings(a: argparse.Namespace) -> PrometheusSettings:
         retries=a.prometheus_retries,
         insecure_skip_verify=a.prometheus_insecure_skip_verify or bool(extra.get("insecure_skip_verify")),
     )
+
+
+def backend_factory(
+    base: PrometheusSettings, cache_ttl: float, on_query: Callable[[str, float, bool], None] | None = None
+) -> Callable[[Backend], Prometheus]:
+    """Clients for the rule file's backends: what a backend leaves unset comes from the
+    command line's Prometheus flags (timeout, method, POST threshold, retries)."""
+
+    def make(spec: Backend) -> Prometheus:
+        settings = dataclasses.replace(
+            base,
+            url=spec.url,
+            name=spec.name,
+            headers=dict(spec.headers),
+            params=dict(spec.params),
+            ca_file=spec.ca_file,
+            token_file=spec.bearer_token_file,
+            client_cert=spec.client_cert,
+            client_key=spec.client_key,
+            basic_auth=basic_auth(spec),
+            insecure_skip_verify=spec.insecure_skip_tls_verify,
+            timeout=spec.timeout if spec.timeout is not None else base.timeout,
+            method=spec.method or base.method,
+        )
+        return Prometheus(settings, cache_ttl=cache_ttl, on_query=on_query)
+
+    return make
 
 
 def check_parser() -> argparse.ArgumentParser:
@@ -314,9 +343,17 @@ async def serve(a: argparse.Namespace) -> int:
         middlewares.append(Authenticator(kube, requestheader, a.auth_cache_ttl.total_seconds()).middleware())
     config = load_rules(a.config)
     metrics = AdapterMetrics()
-    prometheus = Prometheus(
-        prometheus_settings(a), cache_ttl=a.query_cache_ttl.total_seconds(), on_query=metrics.observe_query
-    )
+    base = prometheus_settings(a)
+    ttl = a.query_cache_ttl.total_seconds()
+    try:
+        prometheus = Backends(
+            Prometheus(base, cache_ttl=ttl, on_query=metrics.observe_query),
+            backend_factory(base, ttl, metrics.observe_query),
+            config.backends,
+        )
+    except OSError as e:  # e.g. a backend's passwordFile
+        log.error("cannot set up a backend from the rule file", rules=config.source, error=str(e))
+        return 2
     registry = Registry(config, prometheus, a.metrics_max_age or a.metrics_relist_interval)
     objects = ObjectCache(kube) if kube is not None else None
     health = Health()
@@ -382,7 +419,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "check-config":
         c = check_parser().parse_args(args[1:])
-        prom = Prometheus(PrometheusSettings(c.prometheus_url), cache_ttl=0) if c.prometheus_url else None
+        prom: Backends | None = None
+        if c.prometheus_url:
+            base = PrometheusSettings(c.prometheus_url)
+            try:
+                specs = load_rules(c.config).backends
+            except ConfigError:
+                specs = ()  # check_config reports it, with file and line
+            prom = Backends(Prometheus(base, cache_ttl=0), backend_factory(base, 0), specs)
         return asyncio.run(check_config(c.config, prom, c.metrics_max_age))
     if args and args[0] == "serve":
         args = args[1:]

@@ -19,6 +19,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from .backends import Backends
+from .backends import label as backend_label
 from .config import Config
 from .health import Health, inflight_limiter, probe_routes
 from .promapi import PrometheusAPI, PrometheusTimeout, PrometheusUnavailable
@@ -58,6 +60,12 @@ class AdapterMetrics:
             f"{p}_discovery_duration_seconds", "Duration of the last relist", registry=r
         )
         self.series = Gauge(f"{p}_series_known", "Series seen by the last relist", registry=r)
+        self.backend_up = Gauge(
+            f"{p}_backend_up",
+            "1 when the backend answered the last discovery, 0 when it did not",
+            ["backend"],
+            registry=r,
+        )
         self.metrics = Gauge(f"{p}_metrics_known", "Metrics served", ["api"], registry=r)
         self.rules_reloads = Counter(
             f"{p}_rules_reloads_total", "Rule file changes seen, by result", ["result"], registry=r
@@ -117,7 +125,7 @@ async def _dispatch(providers: Providers, req: MetricRequest) -> dict[str, Any]:
 
 def build_app(
     config: Config,
-    prometheus: PrometheusAPI,
+    prometheus: PrometheusAPI | Backends,
     registry: Registry,
     *,
     relist_interval: float,
@@ -133,7 +141,7 @@ def build_app(
 ) -> web.Application:
     m = metrics or AdapterMetrics()
     health = health or Health()
-    providers = Providers(config, registry, prometheus, lister)
+    providers = Providers(config, registry, registry.backends, lister)
     limiter = inflight_limiter(max_inflight, lambda: m.requests.labels("", "429").inc())
     app = web.Application(middlewares=[_status_errors, limiter, *(middlewares or [])])
     app[STATE] = {"metrics": m, "registry": registry, "health": health}
@@ -179,11 +187,27 @@ def build_app(
     probe_routes(app, health)  # also on --health-port, where load cannot delay them
     app.router.add_get("/metrics", own_metrics)
     if rules_webhook_key is not None:
-        app.router.add_post(WEBHOOK_PATH, rules_webhook(prometheus, max_age, rules_webhook_key))
+        app.router.add_post(WEBHOOK_PATH, rules_webhook(registry.backends, max_age, rules_webhook_key))
     app.router.add_get("/apis", apis)
     app.router.add_get("/apis/", apis)
     app.router.add_get("/apis/{group}", api_group)
     app.router.add_get("/apis/{group}/{rest:.+}", metrics_api)
+
+    def report_backends() -> None:
+        """Per backend: a metric, a log line when one is down, and a line on /readyz."""
+        lines = []
+        for name in registry.backends.names():
+            if name and not any(
+                r.backend == name for r in registry.config.rules + registry.config.external_rules
+            ):
+                continue  # a backend only resourceRules use is not discovered
+            error = registry.backend_errors.get(name)
+            m.backend_up.labels(backend_label(name)).set(0 if error else 1)
+            if error:
+                log.warning("backend down; its metrics answer 503", backend=backend_label(name), error=error)
+            if len(registry.backends.names()) > 1:
+                lines.append(f"[{'-' if error else '+'}]backend {backend_label(name)} {error or 'ok'}")
+        health.detail = "\n".join(lines)
 
     async def relister(app: web.Application) -> AsyncIterator[None]:
         async def loop() -> None:
@@ -191,6 +215,7 @@ def build_app(
                 try:
                     await registry.relist()
                     health.ready_reason = None
+                    report_backends()
                     m.discovery_runs.labels("success").inc()
                     m.discovery_seconds.set(registry.relist_seconds or 0)
                     m.series.set(registry.index.series_count)
@@ -206,6 +231,7 @@ def build_app(
                     await asyncio.sleep(relist_interval)
                 except PrometheusUnavailable as e:
                     m.discovery_runs.labels("error").inc()
+                    report_backends()
                     log.warning("discovery failed; retrying", error=str(e))
                     await asyncio.sleep(min(relist_interval, 5.0))
 
@@ -219,6 +245,7 @@ def build_app(
     if config_path and reload_interval > 0:
 
         def swap(new: Config) -> None:
+            registry.backends.configure(new.backends)  # may refuse (e.g. a password file): rules stay
             providers.config = registry.config = new
 
         def counted(result: str) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from shared.kube.resources import WELL_KNOWN
 
+from .backends import Backends
 from .config import ConfigError, Rule, parse_config
 from .naming import ResourceMapper, known
 from .promapi import PrometheusAPI, PrometheusRejected, PrometheusUnavailable
@@ -66,7 +67,9 @@ class Verdict:
     invalid_file: bool = False
 
 
-async def validate(text: str, source: str, prom: PrometheusAPI | None, max_age: timedelta) -> Verdict:
+async def validate(
+    text: str, source: str, prom: PrometheusAPI | Backends | None, max_age: timedelta
+) -> Verdict:
     """Every check a rule file can get: syntax, keys and template fields (names line and key),
     resources, and -- with a Prometheus -- discovery and Prometheus' own parser on each rule's
     rendered query. ``check-config`` prints it; the rules webhook denies a ConfigMap by it."""
@@ -88,12 +91,21 @@ async def validate(text: str, source: str, prom: PrometheusAPI | None, max_age: 
         v.skipped.append("series discovery, and Prometheus parsing each query")
         v.report.append(f"  skipped (no --prometheus-url): {v.skipped[-1]}")
         return v
+    backends = Backends.of(prom)
     for rule in rules:
-        await _check_rule(v, source, rule, prom, max_age)
+        try:
+            client = backends.get(rule.backend)
+        except PrometheusUnavailable:  # a backend this file adds: not connected here yet
+            v.skipped.append(f"{rule.kind}[{rule.index}] against its new backend {rule.backend!r}")
+            v.report.append(
+                f"\n{rule.kind}[{rule.index}]: skipped: backend {rule.backend!r} is not connected here"
+            )
+            continue
+        await _check_rule(v, source, rule, client, max_age)
     return v
 
 
-async def check_config(path: str, prom: PrometheusAPI | None, max_age: timedelta) -> int:
+async def check_config(path: str, prom: PrometheusAPI | Backends | None, max_age: timedelta) -> int:
     """0: every check passed; 1: a rule can never work (an unknown resource, a query
     Prometheus refuses, Prometheus unreachable); 2: the file itself is invalid."""
     try:

@@ -73,6 +73,7 @@ class Rule:
     naming: Naming
     metrics_query: Template
     line: int = 0  # of metricsQuery in the file, for messages about the query itself
+    backend: str = ""  # a name from ``backends``; "" is the command line's Prometheus
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,28 @@ class ResourceRules:
     cpu: ResourceQuery | None
     memory: ResourceQuery | None
     window: str
+    backend: str = ""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A named Prometheus-compatible endpoint rules can pick (our extension of the format:
+    Thanos Querier, Mimir/Cortex tenants, VictoriaMetrics, a second Prometheus)."""
+
+    name: str
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()  # e.g. X-Scope-OrgID for a Mimir tenant
+    params: tuple[tuple[str, str], ...] = ()  # added to every call, e.g. Thanos' partial_response
+    timeout: float | None = None  # None: --prometheus-timeout
+    method: str | None = None  # None: --prometheus-method
+    ca_file: str | None = None
+    bearer_token_file: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    username: str | None = None
+    password_file: str | None = None
+    insecure_skip_tls_verify: bool = False
+    line: int = 0
 
 
 @dataclass(frozen=True)
@@ -96,11 +119,21 @@ class Config:
     external_rules: tuple[Rule, ...]
     resource_rules: ResourceRules | None
     source: str = "<config>"
+    backends: tuple[Backend, ...] = ()
+
+    def backend_names(self) -> list[str]:
+        """ "" (the command line's) and every named one, in file order."""
+        return ["", *(b.name for b in self.backends)]
 
 
-_RULE_KEYS = {"seriesQuery", "seriesFilters", "resources", "name", "metricsQuery"}
+_RULE_KEYS = {"seriesQuery", "seriesFilters", "resources", "name", "metricsQuery", "backend"}
 _RESOURCES_KEYS = {"overrides", "template", "namespaced"}
-_TOP_KEYS = {"rules", "externalRules", "resourceRules"}
+_TOP_KEYS = {"rules", "externalRules", "resourceRules", "backends"}
+_BACKEND_KEYS = {
+    "name", "url", "headers", "params", "timeout", "method", "caFile", "bearerTokenFile",
+    "clientCertFile", "clientKeyFile", "username", "passwordFile", "insecureSkipTLSVerify",
+}  # fmt: skip
+_BACKEND_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 class _Checker:
@@ -282,11 +315,12 @@ def _rule(c: _Checker, node: yaml.Node, path: str, index: int, kind: str) -> Rul
         naming=_naming(c, m.get("name"), f"{path}.name"),
         metrics_query=c.template(m["metricsQuery"], f"{path}.metricsQuery"),
         line=m["metricsQuery"].start_mark.line + 1,
+        backend=c.string(m["backend"], f"{path}.backend") if "backend" in m else "",
     )
 
 
 def _resource_rules(c: _Checker, node: yaml.Node) -> ResourceRules:
-    m = c.mapping(node, "resourceRules", {"cpu", "memory", "window"})
+    m = c.mapping(node, "resourceRules", {"cpu", "memory", "window", "backend"})
 
     def one(key: str) -> ResourceQuery | None:
         if key not in m:
@@ -310,7 +344,96 @@ def _resource_rules(c: _Checker, node: yaml.Node) -> ResourceRules:
         raise c.fail(
             m.get("window"), "resourceRules.window", f"{window!r} is not a duration like '1m' or '30s'"
         )
-    return ResourceRules(one("cpu"), one("memory"), window)
+    backend = c.string(m["backend"], "resourceRules.backend") if "backend" in m else ""
+    return ResourceRules(one("cpu"), one("memory"), window, backend)
+
+
+def _duration_seconds(c: _Checker, node: yaml.Node, path: str) -> float:
+    text = c.string(node, path)
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)", text)
+    if not found:
+        raise c.fail(node, path, f"{text!r} is not a duration like '10s' or '500ms'")
+    return float(found.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0}[found.group(2)]
+
+
+def _pairs(c: _Checker, node: yaml.Node, path: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(node, yaml.MappingNode):
+        raise c.fail(node, path, "must be a mapping of name -> value")
+    return tuple((str(k.value), c.string(v, f"{path}.{k.value}")) for k, v in node.value)
+
+
+def _backends(c: _Checker, node: yaml.Node) -> tuple[Backend, ...]:
+    out: list[Backend] = []
+    for i, n in enumerate(c.seq(node, "backends")):
+        path = f"backends[{i}]"
+        m = c.mapping(n, path, _BACKEND_KEYS)
+        for required in ("name", "url"):
+            if required not in m:
+                raise c.fail(n, f"{path}.{required}", "is required")
+        name = c.string(m["name"], f"{path}.name")
+        if not _BACKEND_NAME.fullmatch(name):
+            raise c.fail(m["name"], f"{path}.name", f"{name!r} must be lowercase letters, digits and '-'")
+        if name in (b.name for b in out):
+            raise c.fail(m["name"], f"{path}.name", f"backend {name!r} is defined twice")
+        url = c.string(m["url"], f"{path}.url")
+        if not re.match(r"https?://[^/]", url):
+            raise c.fail(m["url"], f"{path}.url", f"{url!r} must be an http(s) URL")
+        method = c.string(m["method"], f"{path}.method").upper() if "method" in m else None
+        if method not in (None, "GET", "POST"):
+            raise c.fail(m["method"], f"{path}.method", "must be GET or POST")
+
+        if ("username" in m) != ("passwordFile" in m):
+            raise c.fail(n, path, "'username' and 'passwordFile' go together")
+        out.append(
+            Backend(
+                name=name,
+                url=url,
+                headers=_pairs(c, m["headers"], f"{path}.headers") if "headers" in m else (),
+                params=_pairs(c, m["params"], f"{path}.params") if "params" in m else (),
+                timeout=_duration_seconds(c, m["timeout"], f"{path}.timeout") if "timeout" in m else None,
+                method=method,
+                ca_file=_opt(c, m, "caFile", path),
+                bearer_token_file=_opt(c, m, "bearerTokenFile", path),
+                client_cert=_opt(c, m, "clientCertFile", path),
+                client_key=_opt(c, m, "clientKeyFile", path),
+                username=_opt(c, m, "username", path),
+                password_file=_opt(c, m, "passwordFile", path),
+                insecure_skip_tls_verify=(
+                    c.boolean(m["insecureSkipTLSVerify"], f"{path}.insecureSkipTLSVerify")
+                    if "insecureSkipTLSVerify" in m
+                    else False
+                ),
+                line=n.start_mark.line + 1,
+            )
+        )
+    return tuple(out)
+
+
+def _opt(c: _Checker, m: dict[str, yaml.Node], key: str, path: str) -> str | None:
+    return (c.string(m[key], f"{path}.{key}") or None) if key in m else None
+
+
+def _check_backend_refs(c: _Checker, top: dict[str, yaml.Node], names: set[str]) -> None:
+    """Every ``backend:`` names a defined backend: a typo would otherwise query the default."""
+    for key in ("rules", "externalRules"):
+        for i, n in enumerate(c.seq(top[key], key) if key in top else []):
+            if not isinstance(n, yaml.MappingNode):
+                continue
+            for k, v in n.value:
+                if k.value == "backend":
+                    _known_backend(c, v, f"{key}[{i}].backend", names)
+    if "resourceRules" in top and isinstance(top["resourceRules"], yaml.MappingNode):
+        for k, v in top["resourceRules"].value:
+            if k.value == "backend":
+                _known_backend(c, v, "resourceRules.backend", names)
+
+
+def _known_backend(c: _Checker, node: yaml.Node, path: str, names: set[str]) -> None:
+    name = c.string(node, path)
+    if name and name not in names:
+        hint = difflib.get_close_matches(name, sorted(names), n=1)
+        known = f"did you mean {hint[0]!r}?" if hint else f"defined: {', '.join(sorted(names)) or 'none'}"
+        raise c.fail(node, path, f"unknown backend {name!r} ({known}; backends are listed under 'backends')")
 
 
 def parse_config(text: str, source: str = "<config>") -> Config:
@@ -333,7 +456,9 @@ def parse_config(text: str, source: str = "<config>") -> Config:
         for i, n in enumerate(c.seq(top["externalRules"], "externalRules") if "externalRules" in top else [])
     )
     resource_rules = _resource_rules(c, top["resourceRules"]) if "resourceRules" in top else None
-    return Config(rules, external, resource_rules, source)
+    backends = _backends(c, top["backends"]) if "backends" in top else ()
+    _check_backend_refs(c, top, {b.name for b in backends})
+    return Config(rules, external, resource_rules, source, backends)
 
 
 def load_config(path: str | Path) -> Config:

@@ -46,6 +46,7 @@ class Health:
         self.stall_seconds = stall_seconds
         self._beat: Synchronized[float] = _MP.Value("d", time.monotonic())
         self._reason = cast(SynchronizedString, _MP.Array("c", 512))  # a char array has .value
+        self._detail = cast(SynchronizedString, _MP.Array("c", 2048))
         self.ready_reason = "the first series discovery has not completed"
 
     @property
@@ -56,6 +57,15 @@ class Health:
     @ready_reason.setter
     def ready_reason(self, reason: str | None) -> None:
         self._reason.value = (reason or "").encode()[:511]
+
+    @property
+    def detail(self) -> str:
+        """Lines after the verdict on /readyz, e.g. which backends are down."""
+        return self._detail.value.decode(errors="replace")
+
+    @detail.setter
+    def detail(self, text: str) -> None:
+        self._detail.value = text.encode()[:2047]
 
     def beat(self) -> None:
         self._beat.value = time.monotonic()  # CLOCK_MONOTONIC: the same clock in every process
@@ -92,7 +102,10 @@ def probe_routes(app: web.Application, health: Health) -> None:
 
     async def ready(_: web.Request) -> web.Response:
         reason = health.ready()
-        return web.Response(status=503 if reason else 200, text=reason or "ok")
+        detail = health.detail  # e.g. one backend down: still ready, the others serve
+        return web.Response(
+            status=503 if reason else 200, text=(reason or "ok") + (f"\n{detail}" if detail else "")
+        )
 
     app.router.add_get("/healthz", live)
     app.router.add_get("/livez", live)

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import requests
 from cachetools import TTLCache
@@ -62,6 +62,13 @@ class PrometheusSettings:
     retries: int = 1  # 0 or 1: one more attempt, only inside the deadline
     insecure_skip_verify: bool = False
     threads: int = 32  # concurrent Prometheus calls (each holds a thread while it waits)
+    name: str = ""  # the rule file's backend name; "" for the command line's
+    params: dict[str, str] = field(default_factory=dict)  # sent with every call (Thanos' dedup, ...)
+
+    @property
+    def who(self) -> str:
+        """How errors name this backend: users with several must know which one failed."""
+        return f'backend "{self.name}" at {self.url}' if self.name else f"Prometheus at {self.url}"
 
 
 class _BearerFromFile(requests.auth.AuthBase):
@@ -110,6 +117,7 @@ class Prometheus:
         # prometheus-api-client's "POST" still sends the query in the URL; a query too long
         # for a URL (a pods/* request over thousands of pods) goes as a form body instead
         self._session = session
+        self._params = dict(settings.params)
         self._pool = ThreadPoolExecutor(max_workers=max(1, settings.threads), thread_name_prefix="prometheus")
         self._cache: TTLCache[str, list[Sample]] | None = (
             TTLCache(maxsize=cache_size, ttl=cache_ttl) if cache_ttl > 0 else None
@@ -145,15 +153,13 @@ class Prometheus:
         self._on_query(kind, time.monotonic() - start, False)
         if isinstance(error, TimeoutError) or error is None:
             raise PrometheusTimeout(
-                f"Prometheus at {self.settings.url} did not answer the {kind} within "
+                f"{self.settings.who} did not answer the {kind} within "
                 f"{self.settings.timeout:g}s (--prometheus-timeout)"
             )
         parsed = _prometheus_error(error)
         if parsed is not None and parsed[0] in (400, 422):
-            raise PrometheusRejected(f"Prometheus at {self.settings.url} rejects the {kind}: {parsed[1]}")
-        raise PrometheusUnavailable(
-            f"Prometheus at {self.settings.url} did not answer the {kind}: {_short(error)}"
-        )
+            raise PrometheusRejected(f"{self.settings.who} rejects the {kind}: {parsed[1]}")
+        raise PrometheusUnavailable(f"{self.settings.who} did not answer the {kind}: {_short(error)}")
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -178,7 +184,8 @@ class Prometheus:
             raise PrometheusApiClientException(
                 f"HTTP Status Code {response.status_code} ({response.content!r})"
             )
-        return response.json()["data"]["result"]
+        data = response.json()["data"]
+        return data["result"] if isinstance(data, dict) else data  # the series API: a plain list
 
     async def query_range(
         self, promql: str, start: datetime, end: datetime, step: timedelta, max_points: int = 10_000
@@ -199,13 +206,14 @@ class Prometheus:
                 b: datetime = chunk_end,
             ) -> Any:
                 if long:
-                    form = {"query": promql, "start": f"{a.timestamp():.3f}", "end": f"{b.timestamp():.3f}",
-                            "step": f"{seconds:g}", "timeout": f"{left:.3f}"}  # fmt: skip
+                    form = {**self._params, "query": promql, "start": f"{a.timestamp():.3f}",
+                            "end": f"{b.timestamp():.3f}", "step": f"{seconds:g}",
+                            "timeout": f"{left:.3f}"}  # fmt: skip
                     return self._form("/api/v1/query_range", form, left)
                 return self._client.custom_query_range(
                     promql, start_time=a, end_time=b, step=f"{seconds:g}",
                     # the client rounds start and end to whole seconds; ours are exact
-                    params={"timeout": f"{left:.3f}", "start": f"{a.timestamp():.3f}",
+                    params={**self._params, "timeout": f"{left:.3f}", "start": f"{a.timestamp():.3f}",
                             "end": f"{b.timestamp():.3f}"},
                     timeout=left,
                 )  # fmt: skip
@@ -232,8 +240,11 @@ class Prometheus:
 
         def fetch(left: float) -> Any:
             if long:
-                return self._form("/api/v1/query", {"query": promql, "timeout": f"{left:.3f}"}, left)
-            return self._client.custom_query(promql, params={"timeout": f"{left:.3f}"}, timeout=left)
+                form = {**self._params, "query": promql, "timeout": f"{left:.3f}"}
+                return self._form("/api/v1/query", form, left)
+            return self._client.custom_query(
+                promql, params={**self._params, "timeout": f"{left:.3f}"}, timeout=left
+            )
 
         try:
             raw = await self._call("query", fetch)
@@ -256,19 +267,23 @@ class Prometheus:
         """Series matching a selector seen within ``max_age`` (discovery; never cached)."""
         end = datetime.now(UTC)
         start = end - max_age
-        return await self._call(
-            "series",
-            lambda left: self._client.get_series(
-                start, end, params={"match[]": match, "timeout": f"{left:.3f}"}
-            ),
-        )
+        long = self._long(match)
+
+        def fetch(left: float) -> Any:
+            params = {**self._params, "match[]": match, "timeout": f"{left:.3f}"}
+            if long:  # POST asked for (e.g. a Thanos or Mimir backend), or a long selector
+                form = {**params, "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}"}
+                return self._form("/api/v1/series", form, left)
+            return self._client.get_series(start, end, params=params)
+
+        return cast(list[dict[str, str]], await self._call("series", fetch))
 
     @property
     def url(self) -> str:
         return self.settings.url
 
     async def labels(self, match: str | None = None) -> list[str]:
-        params = {"match[]": match} if match else None
+        params = {**self._params, **({"match[]": match} if match else {})} or None
         return [
             str(n)
             for n in await self._call("labels", lambda left: self._client.get_label_names(params=params))

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from shared.quantity import Format, Quantity
 from shared.selectors import Selector
 
+from .backends import Backends
 from .config import Config, GroupResource
 from .naming import NAMESPACES, NODES, PODS
 from .promapi import PrometheusAPI, Sample
@@ -61,10 +62,11 @@ class Providers:
         self,
         config: Config,
         registry: Registry,
-        prometheus: PrometheusAPI,
+        prometheus: PrometheusAPI | Backends,
         lister: ObjectLister | None = None,
     ) -> None:
-        self.config, self.registry, self.prometheus, self.lister = config, registry, prometheus, lister
+        self.config, self.registry, self.lister = config, registry, lister
+        self.backends = Backends.of(prometheus)  # each rule is answered by its own backend
 
     async def _names(self, req: MetricRequest) -> tuple[str, ...]:
         assert req.resource is not None
@@ -99,7 +101,7 @@ class Providers:
         query, label = custom_query(
             served.rule, served.series, ObjectQuery(req.resource, req.namespace, names, req.metric_selector)
         )
-        samples = await self.prometheus.query(query)
+        samples = await self.backends.get(served.rule.backend).query(query)
         wanted = set(names)
         selector = _selector_json(req.metric_selector)  # once, not per item
         items = []
@@ -136,7 +138,7 @@ class Providers:
                 f"the external metric {req.metric!r} is not served: no external rule discovered a "
                 "matching series"
             )
-        samples = await self.prometheus.query(
+        samples = await self.backends.get(served.rule.backend).query(
             external_query(served.rule, served.series, req.namespace, req.selector)
         )
         items = []
@@ -181,7 +183,7 @@ class Providers:
                 continue
             query, pod_label, container_label = container_query(q, req.namespace, names)
             ns_label = "namespace"
-            for s in await self.prometheus.query(query):
+            for s in await self.backends.get(rr.backend).query(query):
                 key = (s.labels.get(ns_label, req.namespace or ""), s.labels.get(pod_label, ""))
                 if not key[1]:
                     continue
@@ -212,7 +214,7 @@ class Providers:
             if q is None:
                 continue
             query, node_label = node_query(q, names)
-            for s in await self.prometheus.query(query):
+            for s in await self.backends.get(rr.backend).query(query):
                 node = s.labels.get(node_label, "")
                 if node:
                     usage[node][resource] = _usage(resource, s)

@@ -21,9 +21,10 @@ from datetime import timedelta
 
 from cachetools import TTLCache
 
+from .backends import Backends
 from .config import Config, GroupResource, Rule
 from .naming import NamingError, ResourceMapper, metric_name
-from .promapi import PrometheusAPI, gather_all
+from .promapi import PrometheusAPI, PrometheusUnavailable, gather_all
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,18 @@ def index_series(
     return custom, external
 
 
+def _keep_from(index: Index, previous: Index, backends: set[str]) -> None:
+    """Carry the previous entries of rules on ``backends`` (which failed) into ``index``."""
+    for key, served in previous.custom.items():
+        kept = [s for s in served if s.rule.backend in backends]
+        if kept:
+            index.custom.setdefault(key, []).extend(kept)
+    for metric, served in previous.external.items():
+        kept = [s for s in served if s.rule.backend in backends]
+        if kept:
+            index.external.setdefault(metric, []).extend(kept)
+
+
 def _may_produce(rule: Rule, metric: str) -> bool:
     """Could this rule's ``name.as`` yield ``metric``? (every $ reference may be any text)"""
     pattern = re.escape(rule.naming.as_)
@@ -85,39 +98,72 @@ def _may_produce(rule: Rule, metric: str) -> bool:
 
 class Registry:
     def __init__(
-        self, config: Config, prometheus: PrometheusAPI, max_age: timedelta, negative_ttl: float = 2.0
+        self,
+        config: Config,
+        prometheus: PrometheusAPI | Backends,
+        max_age: timedelta,
+        negative_ttl: float = 2.0,
     ) -> None:
         self.config = config
-        self.prometheus = prometheus
+        self.backends = Backends.of(prometheus)
         self.max_age = max_age
         self.index = Index.empty()
         self.last_relist: float | None = None
         self.relist_seconds: float | None = None
         self.relists = 0
+        # backend name -> why its last discovery failed; its rules keep their previous index
+        self.backend_errors: dict[str, str] = {}
         self._unknown: TTLCache[tuple[str, str], bool] = TTLCache(maxsize=10_000, ttl=negative_ttl)
         self._lock = asyncio.Lock()
 
-    async def _list(self, rules: Iterable[Rule]) -> Index:
-        by_query: dict[str, list[Rule]] = defaultdict(list)
+    async def _list(self, rules: Iterable[Rule]) -> tuple[Index, dict[str, PrometheusUnavailable]]:
+        """The index of ``rules``, from every backend that answered, and why the others did not."""
+        by_backend: dict[str, dict[str, list[Rule]]] = defaultdict(lambda: defaultdict(list))
         for rule in rules:
-            by_query[rule.series_query].append(rule)
-        results = await gather_all([self.prometheus.series(q, self.max_age) for q in by_query])
+            by_backend[rule.backend][rule.series_query].append(rule)
+
+        async def one(
+            backend: str, queries: dict[str, list[Rule]]
+        ) -> list[tuple[list[Rule], list[dict[str, str]]]]:
+            client = self.backends.get(backend)
+            answers = await gather_all([client.series(q, self.max_age) for q in queries])
+            return list(zip(queries.values(), answers, strict=True))
+
+        names = list(by_backend)
+        results = await asyncio.gather(*(one(b, by_backend[b]) for b in names), return_exceptions=True)
         idx = Index.empty()
-        for (_query, rules_for_query), series in zip(by_query.items(), results, strict=True):
-            idx.series_count += len(series)
-            for rule in rules_for_query:
-                custom, external = index_series(rule, series)
-                for gr, metric, name in custom:
-                    idx.custom.setdefault((gr, metric), []).append(Served(rule, name))
-                for metric, name in external:
-                    idx.external.setdefault(metric, []).append(Served(rule, name))
-        return idx
+        failed: dict[str, PrometheusUnavailable] = {}
+        for backend, result in zip(names, results, strict=True):
+            if isinstance(result, PrometheusUnavailable):
+                failed[backend] = result
+                continue
+            if isinstance(result, BaseException):
+                raise result
+            for rules_for_query, series in result:
+                idx.series_count += len(series)
+                for rule in rules_for_query:
+                    custom, external = index_series(rule, series)
+                    for gr, metric, name in custom:
+                        idx.custom.setdefault((gr, metric), []).append(Served(rule, name))
+                    for metric, name in external:
+                        idx.external.setdefault(metric, []).append(Served(rule, name))
+        return idx, failed
 
     async def relist(self) -> None:
-        """Rebuild the index from Prometheus; the old index serves until the new one is whole."""
+        """Rebuild the index from every backend; the old index serves until the new one is
+        whole, and a backend that fails keeps its previous entries (its queries will say it
+        is down) while the others move on. Raises only when every backend failed."""
         start = time.monotonic()
         async with self._lock:
-            self.index = await self._list(self.config.rules + self.config.external_rules)
+            rules = self.config.rules + self.config.external_rules
+            index, failed = await self._list(rules)
+            if failed and len(failed) == len({r.backend for r in rules}):
+                self.backend_errors = {b: str(e) for b, e in failed.items()}
+                raise next(iter(failed.values()))
+            if failed:
+                _keep_from(index, self.index, set(failed))
+            self.index = index
+            self.backend_errors = {b: str(e) for b, e in failed.items()}
             self._unknown.clear()
         self.relists += 1
         self.relist_seconds = time.monotonic() - start
@@ -148,7 +194,7 @@ class Registry:
             self._unknown[(kind, metric)] = True
             return False
         async with self._lock:
-            found = await self._list(rules)
+            found, failed = await self._list(rules)
             for key, served in found.custom.items():
                 self.index.custom.setdefault(key, [])
                 self.index.custom[key] += [s for s in served if s not in self.index.custom[key]]
@@ -156,6 +202,8 @@ class Registry:
                 self.index.external.setdefault(m, [])
                 self.index.external[m] += [s for s in served if s not in self.index.external[m]]
         hit = (metric in found.external) if kind == "external" else any(m == metric for _, m in found.custom)
+        if not hit and failed:
+            raise next(iter(failed.values()))  # a backend that may serve it is down: 503, not 404
         if not hit:
             self._unknown[(kind, metric)] = True
         return hit

@@ -22,6 +22,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from .backends import Backends
 from .check_config import validate
 from .promapi import PrometheusAPI
 
@@ -40,7 +41,7 @@ def _review(uid: str, allowed: bool, message: str = "", warnings: list[str] | No
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
-def rules_webhook(prom: PrometheusAPI, max_age: timedelta, key: str = "config.yaml") -> Any:
+def rules_webhook(prom: PrometheusAPI | Backends, max_age: timedelta, key: str = "config.yaml") -> Any:
     """The handler for ``POST /validate/rules`` (AdmissionReview v1, a ConfigMap object)."""
     one_at_a_time = asyncio.Lock()
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build (once, cached by version outside the repository) every real component the local
 # control plane needs: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
-# etcd, kwok, helm -- from the Go module proxy -- plus Debian's Prometheus.
+# etcd, kwok, helm, Prometheus 3, Thanos -- from the Go module proxy -- plus Debian's Prometheus.
 #
 # Why wrapper modules: k8s.io/kubernetes and etcd's server module replace their sibling
 # modules with relative paths, so `go install pkg@version` refuses them. A throwaway module
@@ -14,7 +14,7 @@ set -euo pipefail
 
 # One place for the versions (hack/versions.env); the environment overrides each.
 _env=()
-for v in K8S_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION PROMETHEUS_VERSION; do
+for v in K8S_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION PROMETHEUS_VERSION THANOS_VERSION THANOS_GO; do
   if [[ -n "${!v:-}" ]]; then _env+=("$v=${!v}"); fi
 done
 # shellcheck source=versions.env
@@ -133,6 +133,36 @@ build_prometheus3() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# Thanos (sidecar + Querier: the distributed backend the adapter is tested behind). Its go.mod
+# replaces several modules with forks, which `go install` refuses; a wrapper module that
+# carries upstream's replace block unchanged builds the same code. It needs a newer Go than
+# the one installed: GOTOOLCHAIN fetches that toolchain from the proxy. Its releases build
+# with the tags in its .promu.yml (netgo, slicelabels): without slicelabels its label code
+# reads Prometheus' labels with the wrong layout and the sidecar's gRPC answers panic.
+build_thanos() {
+  local w="$CACHE/work/thanos-$THANOS_VERSION" out="$CACHE/bin/thanos-$THANOS_VERSION" gomod
+  rm -rf "$w"; mkdir -p "$w"
+  gomod=$(GOTOOLCHAIN=$THANOS_GO go mod download -json "github.com/thanos-io/thanos@$THANOS_VERSION" \
+          | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+  python3 - "$gomod" "$THANOS_VERSION" > "$w/go.mod" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+go = re.search(r"^go (\S+)", text, re.M).group(1)
+block = re.search(r"^replace \((.*?)^\)", text, re.M | re.S)
+print(f"module promhpa.local/thanos\n\ngo {go}\n\nrequire github.com/thanos-io/thanos {sys.argv[2]}\n")
+if block:
+    print("replace (" + block.group(1) + ")")
+PY
+  printf 'package wrapper\n\nimport _ "github.com/thanos-io/thanos/pkg/component"\n' > "$w/doc.go"
+  local pv=github.com/prometheus/common/version
+  mkdir -p "$out.tmp"
+  (cd "$w" && GOTOOLCHAIN=$THANOS_GO go mod tidy >/dev/null 2>&1 || true
+   cd "$w" && GOTOOLCHAIN=$THANOS_GO go build -trimpath -tags netgo,slicelabels \
+      -ldflags "-s -w -X $pv.Version=${THANOS_VERSION#v} -X $pv.Branch=release -X $pv.Revision=$THANOS_VERSION" \
+      -o "$out.tmp/thanos" github.com/thanos-io/thanos/cmd/thanos)
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 # The differential test's harness (test tooling): upstream's own pkg/controller/podautoscaler,
 # copied unchanged from the module cache into a wrapper module next to our driver file
 # (tests/differential/harness), built against the same release as the cluster binaries.
@@ -161,5 +191,6 @@ only=${1:-all}
 [[ $only == all || $only == kwok ]] && step "kwok $KWOK_VERSION" "$CACHE/bin/kwok-$KWOK_VERSION/kwok" build_kwok
 [[ $only == all || $only == helm ]] && step "helm $HELM_VERSION" "$CACHE/bin/helm-$HELM_VERSION/helm" build_helm
 [[ $only == all || $only == k8s ]] && step "kubernetes $K8S_VERSION (4 binaries)" "$CACHE/bin/k8s-$K8S_VERSION/kube-apiserver" build_k8s
+[[ $only == all || $only == thanos ]] && step "thanos $THANOS_VERSION" "$CACHE/bin/thanos-$THANOS_VERSION/thanos" build_thanos
 [[ $only == all || $only == differential ]] && step "hpa-differential $K8S_VERSION (upstream's controller package)" "$CACHE/bin/hpa-differential-$K8S_VERSION/hpa-differential" build_differential
 echo "$CACHE/bin"

@@ -14,10 +14,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="a real Kubernetes control plane on 127.0.0.1")
     ap.add_argument("command", choices=("up", "down", "status", "env"))
     ap.add_argument("--dir", type=Path, default=ROOT / ".cluster", help="state directory (default .cluster)")
+    ap.add_argument(
+        "--thanos",
+        action="store_true",
+        help="also two Prometheus replicas with Thanos sidecars and a Querier",
+    )
     a = ap.parse_args(argv)
     directory = a.dir.resolve()
     if a.command == "up":
-        c = Cluster(directory)
+        c = Cluster(directory, thanos=a.thanos)
         try:
             c.up()
         except ClusterError as e:

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives import serialization
 
 from .kwok import fake_node
 from .pki import _key, _write, issue, make_ca
+from .thanos import REPLICAS, federate, plan, stores
 from .tools import FAKE_NODES, Binaries, ClusterError, free_port, log, tools_dir
 
 # --- processes ----------------------------------------------------------------------------
@@ -32,6 +33,7 @@ class Cluster:
     ports: dict[str, int] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
     bins: Binaries | None = None
+    thanos: bool = False  # also Thanos: two federating replicas, sidecars and a Querier
 
     @property
     def kubeconfig(self) -> Path:
@@ -415,6 +417,23 @@ class Cluster:
             ],
         )
         self._wait("prometheus", lambda: self._http_ok(f"{self.prometheus_url}/-/ready"))
+        if self.thanos:
+            self._start_thanos()
+
+    def _start_thanos(self) -> None:
+        """Two replicas federating the cluster's Prometheus, their sidecars, and a Querier."""
+        assert self.bins is not None
+        for c in plan(
+            self.bins.thanos, self.bins.prometheus, self.dir, federate(self.ports["prometheus"]), self.ports
+        ):
+            log(f"{c.name} ({c.ready.rsplit('/-/', 1)[0]})")
+            self._start(c.name, c.argv)
+            self._wait(c.name, lambda url=c.ready: self._http_ok(url))
+        self._wait("thanos-query", lambda: len(stores(self.thanos_url)) == REPLICAS)
+
+    @property
+    def thanos_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['thanos-query-http']}"
 
     def _nodes_ready(self) -> bool:
         out = self.kubectl("get", "nodes", "-o", "json", check=False)
@@ -481,7 +500,7 @@ class Cluster:
         if self._state_file().exists():
             self._state_file().unlink()
         if not keep_logs:
-            for sub in ("etcd", "prometheus"):
+            for sub in ("etcd", "prometheus", *(f"thanos-prometheus-{i}" for i in range(REPLICAS))):
                 _rmtree(self.dir / sub)
 
     def env_text(self) -> str:
@@ -489,7 +508,12 @@ class Cluster:
             f"export KUBECONFIG={self.kubeconfig}\n"
             f"# kubectl: {self.bins.kubectl if self.bins else 'kubectl'}\n"
             f"# kube-apiserver: {self.server}\n# prometheus: {self.prometheus_url}\n"
-            f"# logs: {self.dir / 'logs'}\n"
+            + (
+                f"# thanos query: {self.thanos_url} (dedup on replica)\n"
+                if "thanos-query-http" in self.ports
+                else ""
+            )
+            + f"# logs: {self.dir / 'logs'}\n"
         )
 
 

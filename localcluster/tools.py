@@ -36,6 +36,7 @@ K8S_VERSION, ETCD_VERSION, KWOK_VERSION, HELM_VERSION, PROMETHEUS_VERSION = (
     _V["HELM_VERSION"],
     _V["PROMETHEUS_VERSION"],
 )
+THANOS_VERSION = _V["THANOS_VERSION"]
 
 
 def prometheus_major() -> str:
@@ -65,7 +66,8 @@ def cache_bin() -> Path:
 def tools_cached() -> bool:
     """True when every binary is already built (so bring-up takes seconds, not a cold build)."""
     b = Binaries(cache_bin())
-    names = "etcd apiserver controller_manager scheduler kubectl kwok helm prometheus2 prometheus3".split()  # noqa: SIM905
+    names = ["etcd", "apiserver", "controller_manager", "scheduler", "kubectl", "kwok", "helm"]
+    names += ["prometheus2", "prometheus3", "thanos"]
     return all(Path(getattr(b, n)).exists() for n in names)
 
 
@@ -95,6 +97,7 @@ class Binaries:
             "prometheus2": "prometheus-debian/prometheus",
             "prometheus3": f"prometheus-{PROMETHEUS_VERSION}/prometheus",
             "differential": f"hpa-differential-{K8S_VERSION}/hpa-differential",
+            "thanos": f"thanos-{THANOS_VERSION}/thanos",
         }
         if name == "prometheus":  # the one the tests and the local cluster run
             name = f"prometheus{prometheus_major()}"

@@ -42,6 +42,7 @@ __all__ = [
     "start_controller_process",
     "stop_adapter",
     "stop_process",
+    "thanos_binary",
     "wait_http",
     "wait_until",
 ]
@@ -53,6 +54,18 @@ def prometheus_binary() -> str:
         if os.environ.get("CI") == "true":
             pytest.fail("Prometheus is not installed: run `make cluster-tools`", pytrace=False)
         pytest.skip("Prometheus is not installed: run `make cluster-tools` to enable the adapter tests")
+    return str(path)
+
+
+def thanos_binary() -> str:
+    """Thanos as built by `make cluster-tools` (same policy as Prometheus: CI must have it)."""
+    from localcluster.thanos import thanos_path
+
+    path = thanos_path()
+    if not path.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("Thanos is not installed: run `make cluster-tools`", pytrace=False)
+        pytest.skip("Thanos is not installed: run `make cluster-tools` to enable the Thanos tests")
     return str(path)
 
 
@@ -102,6 +115,8 @@ class Recorder:
     max_url: int = 0
     queries: list[tuple[str, int]] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)
+    # (path, parameters, headers) of every call, for backends' headers and parameters
+    calls: list[tuple[str, dict[str, list[str]], dict[str, str]]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> str:
@@ -129,6 +144,10 @@ class Recorder:
                 except urllib.error.HTTPError as e:
                     with e:
                         code, data = e.code, e.read()
+                except OSError as e:  # upstream down: what a proxy answers
+                    code, data = 502, f'{{"status":"error","error":"upstream: {e}"}}'.encode()
+                with rec.lock:
+                    rec.calls.append((urllib.parse.urlsplit(self.path).path, params, dict(self.headers)))
                 if self.path.startswith("/api/v1/query"):
                     with rec.lock:
                         rec.queries.append((params.get("query", [""])[0], code))

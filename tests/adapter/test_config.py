@@ -82,3 +82,74 @@ def test_bad_configs_name_the_line_and_key(text: str, message: str) -> None:
     with pytest.raises(ConfigError) as e:
         parse_config(text, "adapter.yaml")
     assert message in str(e.value)
+
+
+BACKENDS = """\
+backends:
+- name: thanos
+  url: http://thanos-query:10902
+  params: {partial_response: "false", dedup: "true"}
+  method: post
+  timeout: 4s
+- name: mimir-team-a
+  url: https://mimir/prometheus
+  headers: {X-Scope-OrgID: team-a}
+  username: adapter
+  passwordFile: /etc/mimir/password
+externalRules:
+- seriesQuery: '{__name__="queue_depth"}'
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'
+  backend: thanos
+- seriesQuery: '{__name__="jobs"}'
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'
+resourceRules:
+  backend: mimir-team-a
+"""
+
+
+def test_backends_are_read_and_rules_pick_one() -> None:
+    c = parse_config(BACKENDS)
+    thanos, mimir = c.backends
+    assert (thanos.name, thanos.url, thanos.method, thanos.timeout) == (
+        "thanos", "http://thanos-query:10902", "POST", 4.0,
+    )  # fmt: skip
+    assert dict(thanos.params) == {"partial_response": "false", "dedup": "true"}
+    assert dict(mimir.headers) == {"X-Scope-OrgID": "team-a"}
+    assert (mimir.username, mimir.password_file) == ("adapter", "/etc/mimir/password")
+    assert [r.backend for r in c.external_rules] == ["thanos", ""]  # "" is --prometheus-url
+    assert c.resource_rules is not None
+    assert c.resource_rules.backend == "mimir-team-a"
+    assert c.backend_names() == ["", "thanos", "mimir-team-a"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            ("backend: thanos", "backend: thanso"),
+            "<config>:15: externalRules[0].backend: unknown backend 'thanso' (did you mean 'thanos'?",
+        ),
+        (
+            ("backend: mimir-team-a", "backend: vm"),
+            "<config>:19: resourceRules.backend: unknown backend 'vm'",
+        ),
+        (
+            ("url: http://thanos-query:10902", "url: thanos-query:10902"),
+            "<config>:3: backends[0].url: 'thanos-query:10902' must be an http(s) URL",
+        ),
+        (
+            ("name: mimir-team-a", "name: thanos"),
+            "<config>:7: backends[1].name: backend 'thanos' is defined twice",
+        ),
+        (("name: mimir-team-a", "name: Mimir_A"), "backends[1].name: 'Mimir_A' must be lowercase"),
+        (("timeout: 4s", "timeout: soon"), "<config>:6: backends[0].timeout: 'soon' is not a duration"),
+        (("method: post", "method: PUT"), "<config>:5: backends[0].method: must be GET or POST"),
+        (("  passwordFile: /etc/mimir/password\n", ""), "'username' and 'passwordFile' go together"),
+        (("  headers:", "  header:"), "backends[1].header: unknown key (did you mean 'headers'?)"),
+    ],
+    ids=["rule-typo", "resource-rules", "url", "duplicate", "name", "timeout", "method", "password", "key"],
+)
+def test_bad_backends_name_the_line_and_key(edit: tuple[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        parse_config(BACKENDS.replace(*edit))
+    assert message in str(e.value)

@@ -177,6 +177,20 @@ def test_controller_may_only_touch_its_own_lease() -> None:
     ]
 
 
+def test_extra_volumes_reach_the_adapter_for_backend_credentials() -> None:
+    docs = render(
+        URL,
+        "--set=adapter.extraVolumes[0].name=mimir",
+        "--set=adapter.extraVolumes[0].secret.secretName=mimir-auth",
+        "--set=adapter.extraVolumeMounts[0].name=mimir",
+        "--set=adapter.extraVolumeMounts[0].mountPath=/etc/mimir",
+    )
+    deployment = next(d for d in of_kind(docs, "Deployment") if d["metadata"]["name"].endswith("adapter"))
+    pod = deployment["spec"]["template"]["spec"]
+    assert {"name": "mimir", "secret": {"secretName": "mimir-auth"}} in pod["volumes"]
+    assert {"name": "mimir", "mountPath": "/etc/mimir"} in pod["containers"][0]["volumeMounts"]
+
+
 def test_every_value_is_documented() -> None:
     """Each key with a value of its own has a `# --` comment above it (sections need none)."""
     lines = (CHART / "values.yaml").read_text().splitlines()

@@ -1,0 +1,90 @@
+"""Several Prometheus-compatible backends behind one adapter.
+
+A rule file may name backends (``backends:``: Thanos Querier, Mimir/Cortex tenants,
+VictoriaMetrics, another Prometheus) and each rule picks one with ``backend:``; a rule
+without one uses the command line's ``--prometheus-url`` (the name ``""``). Each backend is
+its own client -- its own deadline, thread pool, cache and coalescing -- so one slow or
+down backend costs only its own rules: they answer 503/504 while the rest serve. Discovery
+and readiness are kept per backend by the registry.
+
+When the rule file is reloaded, a backend whose definition changed gets a new client and
+a removed one is closed; unchanged ones keep their caches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from .config import Backend
+from .promapi import PrometheusAPI, PrometheusUnavailable
+
+Factory = Callable[[Backend], PrometheusAPI]
+
+
+class Backends:
+    """Backend name -> client; ``""`` is the command line's Prometheus."""
+
+    def __init__(
+        self, default: PrometheusAPI, factory: Factory | None = None, specs: Iterable[Backend] = ()
+    ) -> None:
+        self.default = default
+        self._factory = factory
+        self._clients: dict[str, PrometheusAPI] = {}
+        self._specs: dict[str, Backend] = {}
+        self.configure(specs)
+
+    @classmethod
+    def of(cls, prometheus: PrometheusAPI | Backends) -> Backends:
+        """Callers with one Prometheus (tests, tools) pass it as is."""
+        return prometheus if isinstance(prometheus, Backends) else cls(prometheus)
+
+    def configure(self, specs: Iterable[Backend]) -> None:
+        """Match the clients to the rule file's ``backends``."""
+        wanted = {b.name: dataclasses.replace(b, line=0) for b in specs}
+        for name, spec in wanted.items():
+            if self._specs.get(name) == spec:
+                continue
+            if self._factory is None:
+                raise ValueError(f"backend {name!r} is defined but this adapter has no way to connect to it")
+            _close(self._clients.get(name))
+            self._clients[name] = self._factory(spec)
+        for name in set(self._clients) - set(wanted):
+            _close(self._clients.pop(name))
+        self._specs = wanted
+
+    def get(self, name: str) -> PrometheusAPI:
+        if not name:
+            return self.default
+        client = self._clients.get(name)
+        if client is None:  # a rule that outlived its backend's removal mid-reload
+            raise PrometheusUnavailable(f"backend {name!r} is not defined in the rule file")
+        return client
+
+    def names(self) -> list[str]:
+        return ["", *self._clients]
+
+    def close(self) -> None:
+        for name in list(self._clients):
+            _close(self._clients.pop(name))
+        _close(self.default)
+
+
+def label(name: str) -> str:
+    """A backend as users see it in logs, metrics and readiness: the default is "default"."""
+    return name or "default"
+
+
+def basic_auth(spec: Backend) -> tuple[str, str] | None:
+    """The backend's user and password (read from its file, so a Secret can hold it)."""
+    if not spec.username:
+        return None
+    password = Path(spec.password_file).read_text().strip() if spec.password_file else ""
+    return spec.username, password
+
+
+def _close(client: PrometheusAPI | None) -> None:
+    close = getattr(client, "close", None)
+    if callable(close):
+        close()
