@@ -8,8 +8,10 @@ tenant's Mimir or a Thanos Querier would be, so the test sees what the adapter s
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,3 +195,23 @@ def test_check_config_checks_each_rule_against_its_own_backend(
     # (the module's adapter relists through the same proxy meanwhile: same selector)
     assert matched
     assert all(m == ['{__name__="team_b_queue"}'] for m in matched)  # team A's: --prometheus-url
+
+
+def test_a_hung_backend_answers_504_within_its_own_timeout(
+    adapter: AdapterProcess, second: tuple[Exporter, PrometheusProcess]
+) -> None:
+    """team-b's `timeout: 3s`, not --prometheus-timeout's 10s; team A is not held up."""
+    proc = second[1].proc
+    assert proc is not None
+    proc.send_signal(signal.SIGSTOP)  # accepts connections, never answers: a wedged server
+    try:
+        start = time.monotonic()
+        code, body = value(adapter, "team_b_queue")
+        took = time.monotonic() - start
+        assert code == 504, body
+        assert "within 3s" in str(body["message"])
+        assert took < 6, took
+        assert value(adapter, "team_a_queue")[0] == 200
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    wait_until(lambda: value(adapter, "team_b_queue")[0] == 200, timeout=20, what="team B answers again")
