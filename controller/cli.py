@@ -182,10 +182,11 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     import yaml
 
     from controller.live.observe import Observer
+    from controller.live.pod_fields import pod_essentials
     from shared.kube.client import Kube, load
     from shared.kube.discovery import RESTMapper
     from shared.kube.errors import KubeError
-    from shared.kube.informer import Informer, without_managed_fields
+    from shared.kube.informer import Informer
     from shared.kube.resources import HPA, POD
 
     namespace, _, name = args.hpa.partition("/")
@@ -194,7 +195,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         return 2
     try:
         kube = Kube(load(args.kubeconfig))
-        pods = Informer(kube, POD.path(namespace), transform=without_managed_fields).start()
+        pods = Informer(kube, POD.path(namespace), transform=pod_essentials).start()
         hpas = Informer(kube, HPA.path(namespace)).start()
         try:
             for informer in (pods, hpas):

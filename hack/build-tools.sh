@@ -14,7 +14,7 @@ set -euo pipefail
 
 # One place for the versions (hack/versions.env); the environment overrides each.
 _env=()
-for v in K8S_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION PROMETHEUS_VERSION THANOS_VERSION THANOS_GO; do
+for v in K8S_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION PROMETHEUS_VERSION THANOS_VERSION THANOS_GO PROMETHEUS_ADAPTER_VERSION; do
   if [[ -n "${!v:-}" ]]; then _env+=("$v=${!v}"); fi
 done
 # shellcheck source=versions.env
@@ -163,6 +163,21 @@ PY
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# prometheus-adapter, the incumbent the benchmarks run beside us (never part of the product).
+# The proxy refuses `go install` of it (its version list is withheld); a wrapper module that
+# requires the release builds it from the same zip.
+build_prometheus_adapter() {
+  local w="$CACHE/work/prometheus-adapter-$PROMETHEUS_ADAPTER_VERSION" out="$CACHE/bin/prometheus-adapter-$PROMETHEUS_ADAPTER_VERSION"
+  rm -rf "$w"; mkdir -p "$w"
+  printf 'module promhpa.local/prometheus-adapter\n\ngo 1.22.1\n\nrequire sigs.k8s.io/prometheus-adapter %s\n' \
+    "$PROMETHEUS_ADAPTER_VERSION" > "$w/go.mod"
+  printf 'package wrapper\n\nimport _ "sigs.k8s.io/prometheus-adapter/pkg/config"\n' > "$w/doc.go"
+  mkdir -p "$out.tmp"
+  (cd "$w" && go mod tidy >/dev/null 2>&1 || true
+   cd "$w" && go build -trimpath -ldflags "-s -w" -o "$out.tmp/adapter" sigs.k8s.io/prometheus-adapter/cmd/adapter)
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 # The differential test's harness (test tooling): upstream's own pkg/controller/podautoscaler,
 # copied unchanged from the module cache into a wrapper module next to our driver file
 # (tests/differential/harness), built against the same release as the cluster binaries.
@@ -192,5 +207,7 @@ only=${1:-all}
 [[ $only == all || $only == helm ]] && step "helm $HELM_VERSION" "$CACHE/bin/helm-$HELM_VERSION/helm" build_helm
 [[ $only == all || $only == k8s ]] && step "kubernetes $K8S_VERSION (4 binaries)" "$CACHE/bin/k8s-$K8S_VERSION/kube-apiserver" build_k8s
 [[ $only == all || $only == thanos ]] && step "thanos $THANOS_VERSION" "$CACHE/bin/thanos-$THANOS_VERSION/thanos" build_thanos
+# only for the benchmarks (make bench-adapter / bench-controller), not the tests
+[[ $only == bench || $only == prometheus-adapter ]] && step "prometheus-adapter $PROMETHEUS_ADAPTER_VERSION" "$CACHE/bin/prometheus-adapter-$PROMETHEUS_ADAPTER_VERSION/adapter" build_prometheus_adapter
 [[ $only == all || $only == differential ]] && step "hpa-differential $K8S_VERSION (upstream's controller package)" "$CACHE/bin/hpa-differential-$K8S_VERSION/hpa-differential" build_differential
 echo "$CACHE/bin"

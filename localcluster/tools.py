@@ -37,6 +37,7 @@ K8S_VERSION, ETCD_VERSION, KWOK_VERSION, HELM_VERSION, PROMETHEUS_VERSION = (
     _V["PROMETHEUS_VERSION"],
 )
 THANOS_VERSION = _V["THANOS_VERSION"]
+PROMETHEUS_ADAPTER_VERSION = _V["PROMETHEUS_ADAPTER_VERSION"]
 
 
 def prometheus_major() -> str:
@@ -98,6 +99,7 @@ class Binaries:
             "prometheus3": f"prometheus-{PROMETHEUS_VERSION}/prometheus",
             "differential": f"hpa-differential-{K8S_VERSION}/hpa-differential",
             "thanos": f"thanos-{THANOS_VERSION}/thanos",
+            "prometheus_adapter": f"prometheus-adapter-{PROMETHEUS_ADAPTER_VERSION}/adapter",  # benchmarks
         }
         if name == "prometheus":  # the one the tests and the local cluster run
             name = f"prometheus{prometheus_major()}"

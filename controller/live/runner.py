@@ -31,8 +31,9 @@ from shared.durations import parse_time
 from shared.kube.client import Kube
 from shared.kube.discovery import RESTMapper
 from shared.kube.errors import Forbidden, KubeError, NotFound, Unauthorized
-from shared.kube.informer import Informer, without_managed_fields
+from shared.kube.informer import Informer
 
+from .pod_fields import pod_essentials
 from .reconciler import ControllerMetrics, Reconciler
 from .shadow import Shadow
 from .writer import COMPONENT, EventRecorder
@@ -299,7 +300,7 @@ async def run(opts: Options) -> int:
             loop.call_soon_threadsafe(queue.add, key)
 
     hpas = Informer(kube, "/apis/autoscaling/v2/horizontalpodautoscalers", opts.hpa_selector, on_hpa)
-    pods = Informer(kube, "/api/v1/pods", transform=without_managed_fields)
+    pods = Informer(kube, "/api/v1/pods", transform=pod_essentials)
     metrics = ControllerMetrics()
     reconciler = Reconciler(
         kube,

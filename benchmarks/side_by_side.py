@@ -1,0 +1,403 @@
+"""promhpa's adapter and prometheus-adapter v0.12.0, side by side, in one run.
+
+    make bench-adapter      (or: python -m benchmarks.side_by_side [--rounds 3] [--requests 300])
+
+Both adapters run as real processes against the same Prometheus, the same rule file and the
+same Kubernetes objects (a real kube-apiserver with kwok pods), with the same kubeconfig,
+and are called the way the aggregator calls them: a front-proxy client certificate plus
+``X-Remote-User``/``X-Remote-Group``, each request authorized by a SubjectAccessReview
+behind (both cache those answers). They take turns, path by path, for several rounds; the
+table shows the median round. For every path it also sends the PromQL promhpa builds for
+those requests straight to Prometheus, at the same concurrency: the floor neither adapter
+can beat. ``distinct`` requests differ in a ``metricLabelSelector``/``labelSelector`` that
+matches the same series, so no cache (ours or Prometheus') can answer them; ``repeated``
+requests are identical. CPU is each adapter's own process (user + system) per request.
+
+Everything is on 127.0.0.1 and bounded: each phase stops after its request count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+import localcluster
+from adapter.config import GroupResource, parse_config
+from adapter.queries import ObjectQuery, container_query, custom_query, external_query
+from adapter.tls import self_signed
+from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
+from localcluster.tools import ROOT, Binaries, cache_bin, free_port, wait_until
+from shared.selectors import parse as parse_selector
+
+NODES = ("kwok-node-0", "kwok-node-1", "kwok-node-2")
+QUEUES = 200
+RULES = """
+rules:
+- seriesQuery: '{__name__="bench_load",namespace!="",pod!=""}'
+  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+  name: {matches: "^bench_(.*)$", as: "${1}"}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+externalRules:
+- seriesQuery: '{__name__="bench_queue_depth",namespace!=""}'
+  resources: {overrides: {namespace: {resource: namespace}}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+resourceRules:
+  cpu:
+    containerQuery: 'sum(bench_container_cpu{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+    nodeQuery: 'sum(bench_container_cpu{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+    resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}}
+    containerLabel: container
+  memory:
+    containerQuery: 'sum(bench_container_memory{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+    nodeQuery: 'sum(bench_container_memory{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+    resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}}
+    containerLabel: container
+  window: 1m
+"""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One benchmarked path: the request for the i-th call, and the PromQL it costs."""
+
+    name: str
+    url: Callable[[int], str]
+    promql: Callable[[int], str]
+    items: int  # items every answer must carry
+
+
+@dataclass
+class Served:
+    name: str
+    port: int
+    pid: int
+    proc: subprocess.Popen[bytes]
+
+
+def pods_of(namespace: str, n: int) -> list[str]:
+    return sorted(f"web-{i}" for i in range(n))
+
+
+def paths(distinct: bool) -> list[Workload]:
+    config = parse_config(RULES)
+    custom, external = config.rules[0], config.external_rules[0]
+    rr = config.resource_rules
+    assert rr is not None
+    assert rr.cpu is not None
+    pods = GroupResource("", "pods")
+
+    def slot(i: int) -> str:  # matches every series, differs per request
+        return f'slot!="x{i}"' if distinct else 'slot!="x"'
+
+    def pods_path(ns: str, n: int) -> Workload:
+        return Workload(
+            f"pods/* {n} pods",
+            lambda i: (
+                f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/*/load?"
+                + urllib.parse.urlencode({"labelSelector": "app=web", "metricLabelSelector": slot(i)})
+            ),
+            lambda i: custom_query(
+                custom, "bench_load", ObjectQuery(pods, ns, tuple(pods_of(ns, n)), parse_selector(slot(i)))
+            )[0],
+            n,
+        )
+
+    def queue(i: int) -> str:
+        return f"queue=q{i % QUEUES}" if distinct else "queue=q1"
+
+    return [
+        pods_path("b100", 100),
+        pods_path("b1k", 1000),
+        Workload(
+            "one object",
+            lambda i: (
+                "/apis/custom.metrics.k8s.io/v1beta2/namespaces/b100/pods/web-7/load?"
+                + urllib.parse.urlencode({"metricLabelSelector": slot(i)})
+            ),
+            lambda i: custom_query(
+                custom, "bench_load", ObjectQuery(pods, "b100", ("web-7",), parse_selector(slot(i)))
+            )[0],
+            1,
+        ),
+        Workload(
+            "external",
+            lambda i: (
+                "/apis/external.metrics.k8s.io/v1beta1/namespaces/bench/queue_depth?"
+                + urllib.parse.urlencode({"labelSelector": queue(i)})
+            ),
+            lambda i: external_query(external, "bench_queue_depth", "bench", parse_selector(queue(i))),
+            1,
+        ),
+        Workload(
+            "metrics.k8s.io pods",
+            lambda i: (
+                "/apis/metrics.k8s.io/v1beta1/namespaces/b100/pods?"
+                + urllib.parse.urlencode({"labelSelector": f"app=web,tier!=t{i}" if distinct else "app=web"})
+            ),
+            lambda i: container_query(rr.cpu, "b100", pods_of("b100", 100))[0],  # type: ignore[arg-type]
+            100,
+        ),
+    ]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def load(
+    base: str,
+    path: Workload,
+    requests: int,
+    concurrency: int,
+    ssl_ctx: ssl.SSLContext | None,
+    headers: dict[str, str],
+) -> tuple[float, list[float]]:
+    """(seconds, latencies) of ``requests`` calls, ``concurrency`` at a time."""
+    latencies: list[float] = []
+    counter = iter(range(requests))
+    connector = aiohttp.TCPConnector(ssl=ssl_ctx if ssl_ctx is not None else False, limit=concurrency)
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        for i in counter:
+            t0 = time.perf_counter()
+            async with session.get(base + path.url(i), headers=headers) as r:
+                body = await r.read()
+                if r.status != 200:
+                    raise RuntimeError(f"{base}{path.url(i)}: {r.status} {body[:300]!r}")
+                items = json.loads(body).get("items")
+                if items is not None and len(items) != path.items:
+                    raise RuntimeError(f"{path.name}: {len(items)} items, wanted {path.items}")
+            latencies.append(time.perf_counter() - t0)
+
+    start = time.perf_counter()
+    async with aiohttp.ClientSession(connector=connector) as session:
+        await asyncio.gather(*(worker(session) for _ in range(concurrency)))
+    return time.perf_counter() - start, latencies
+
+
+async def raw_prometheus(url: str, path: Workload, requests: int, concurrency: int) -> float:
+    """Requests per second of the same PromQL sent straight to Prometheus."""
+    counter = iter(range(requests))
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        for i in counter:
+            async with session.post(f"{url}/api/v1/query", data={"query": path.promql(i)}) as r:
+                if r.status != 200:
+                    raise RuntimeError(f"Prometheus: {r.status} {(await r.read())[:300]!r}")
+                await r.read()
+
+    start = time.perf_counter()
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
+        await asyncio.gather(*(worker(session) for _ in range(concurrency)))
+    return requests / (time.perf_counter() - start)
+
+
+@dataclass
+class Figures:
+    rps: float
+    p50: float
+    p99: float
+    cpu_ms: float
+
+
+def measure(a: Served, path: Workload, requests: int, concurrency: int, ctx: ssl.SSLContext) -> Figures:
+    headers = {"X-Remote-User": "bench", "X-Remote-Group": "system:masters"}
+    base = f"https://127.0.0.1:{a.port}"
+    asyncio.run(
+        load(base, path, min(20, requests), concurrency, ctx, headers)
+    )  # warm: connections, SAR cache
+    cpu0 = cpu_seconds(a.pid)
+    seconds, lat = asyncio.run(load(base, path, requests, concurrency, ctx, headers))
+    cpu = cpu_seconds(a.pid) - cpu0
+    lat.sort()
+    return Figures(
+        len(lat) / seconds,
+        statistics.median(lat) * 1000,
+        lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000,
+        cpu / len(lat) * 1000,
+    )
+
+
+def median(figs: Sequence[Figures]) -> Figures:
+    return Figures(*(statistics.median(getattr(f, k) for f in figs) for k in ("rps", "p50", "p99", "cpu_ms")))
+
+
+def client_context(cluster: localcluster.Cluster) -> ssl.SSLContext:
+    """The aggregator's identity: the front-proxy client certificate the adapters trust."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # the adapters' self-signed serving certificates
+    ctx.load_cert_chain(cluster.pki / "front-proxy-client.crt", cluster.pki / "front-proxy-client.key")
+    return ctx
+
+
+def start_both(cluster: localcluster.Cluster, prom: PrometheusProcess, work: Path) -> list[Served]:
+    rules = work / "rules.yaml"
+    rules.write_text(RULES)
+    cert, key = self_signed(work / "certs", ["localhost"])
+    kubeconfig = str(cluster.kubeconfig)
+    out: list[Served] = []
+    p1 = free_port()
+    ours = [
+        sys.executable, "-m", "adapter", f"--prometheus-url={prom.url}", f"--config={rules}",
+        "--bind-address=127.0.0.1", f"--secure-port={p1}", f"--kubeconfig={kubeconfig}",
+        f"--tls-cert-file={cert}", f"--tls-private-key-file={key}", "--health-port=0",
+        "--log-level=warning", "--metrics-relist-interval=10m",
+    ]  # fmt: skip
+    p2 = free_port()
+    theirs = [
+        str(Binaries(cache_bin()).prometheus_adapter), f"--prometheus-url={prom.url}", f"--config={rules}",
+        "--bind-address=127.0.0.1", f"--secure-port={p2}", f"--lister-kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
+        f"--tls-cert-file={cert}", f"--tls-private-key-file={key}", "--metrics-relist-interval=10m",
+        "--v=0",
+    ]  # fmt: skip
+    for name, argv, port in (("promhpa", ours, p1), ("prometheus-adapter", theirs, p2)):
+        log = open(work / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        log.close()
+        out.append(Served(name, port, proc.pid, proc))
+    ctx = client_context(cluster)
+    for a in out:
+        probe = paths(distinct=False)[3]
+        wait_until(lambda a=a, probe=probe: _ok(a, probe, ctx), timeout=120, what=f"{a.name} serving")
+    return out
+
+
+def _ok(a: Served, path: Workload, ctx: ssl.SSLContext) -> bool:
+    try:
+        asyncio.run(
+            load(
+                f"https://127.0.0.1:{a.port}",
+                path,
+                1,
+                1,
+                ctx,
+                {"X-Remote-User": "bench", "X-Remote-Group": "system:masters"},
+            )
+        )
+        return True
+    except (RuntimeError, aiohttp.ClientError, OSError):
+        return False
+
+
+def seed(cluster: localcluster.Cluster, exporter: Exporter) -> None:
+    for ns, n in (("b100", 100), ("b1k", 1000)):
+        cluster.kubectl("create", "namespace", ns, check=False)
+        items = [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": ns, "labels": {"app": "web"}},
+                "spec": {
+                    "nodeName": NODES[i % 3],
+                    "containers": [{"name": "main", "image": "example.invalid/web"}],
+                },
+            }
+            for i, name in enumerate(pods_of(ns, n))
+        ]
+        for i in range(0, len(items), 250):
+            cluster.kubectl(
+                "apply", "--server-side", "-f", "-", timeout=300,
+                input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items[i : i + 250]}),
+            )  # fmt: skip
+        for j, name in enumerate(pods_of(ns, n)):
+            exporter.set(f'bench_load{{namespace="{ns}",pod="{name}",slot="s"}}', j % 7)
+            if ns == "b100":
+                node = NODES[j % 3]
+                exporter.set(
+                    f'bench_container_cpu{{namespace="{ns}",pod="{name}",container="main",node="{node}"}}',
+                    0.25,
+                )
+                exporter.set(
+                    f'bench_container_memory{{namespace="{ns}",pod="{name}",container="main",node="{node}"}}',
+                    2**27,
+                )
+    cluster.kubectl("create", "namespace", "bench", check=False)
+    for q in range(QUEUES):
+        exporter.set(f'bench_queue_depth{{namespace="bench",queue="q{q}"}}', q)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=300, help="per phase (pods/* over 1,000 pods: a third)")
+    ap.add_argument("--concurrency", default="8,32")
+    a = ap.parse_args()
+    if not Path(Binaries(cache_bin()).prometheus_adapter).exists():
+        print("prometheus-adapter is not built: run `hack/build-tools.sh bench` (make bench-adapter does)")
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="promhpa-side-by-side-"))
+    cluster = localcluster.Cluster(work / "cluster")
+    exporter = Exporter()
+    prom: PrometheusProcess | None = None
+    adapters: list[Served] = []
+    rows = [
+        "| path | requests | conc | promhpa req/s | p50 ms | p99 ms | CPU ms/req "
+        "| prometheus-adapter req/s | p50 ms | p99 ms | CPU ms/req "
+        "| req/s ratio | p99 ratio | raw Prometheus req/s | promhpa / raw |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    try:
+        cluster.up()
+        prom = PrometheusProcess(str(prometheus_path()), work, exporter.port)
+        seed(cluster, exporter)
+        prom.start()
+        wait_until(lambda: len(prom.query("bench_load")) == 1100, timeout=90, what="1,100 series scraped")
+        adapters = start_both(cluster, prom, work)
+        ctx = client_context(cluster)
+        for distinct in (True, False):
+            for path in paths(distinct):
+                for conc in (int(c) for c in a.concurrency.split(",")):
+                    n = a.requests // 3 if path.items >= 1000 else a.requests
+                    got: dict[str, list[Figures]] = {x.name: [] for x in adapters}
+                    for _ in range(a.rounds):
+                        for x in adapters:
+                            got[x.name].append(measure(x, path, n, conc, ctx))
+                    ours, theirs = median(got["promhpa"]), median(got["prometheus-adapter"])
+                    raw = asyncio.run(raw_prometheus(prom.url, path, n, conc))
+                    rows.append(
+                        f"| {path.name} | {'distinct' if distinct else 'repeated'} | {conc} | "
+                        f"{ours.rps:.0f} | {ours.p50:.1f} | {ours.p99:.1f} | {ours.cpu_ms:.2f} | "
+                        f"{theirs.rps:.0f} | {theirs.p50:.1f} | {theirs.p99:.1f} | {theirs.cpu_ms:.2f} | "
+                        f"**{ours.rps / theirs.rps:.2f}x** | {ours.p99 / theirs.p99:.2f} | {raw:.0f} | "
+                        f"{ours.rps / raw:.2f} |"
+                    )
+                    print(rows[-1], flush=True)
+    finally:
+        for x in adapters:
+            x.proc.terminate()
+            try:
+                x.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                x.proc.kill()
+                x.proc.wait()
+        if prom is not None:
+            prom.stop()
+        exporter.close()
+        cluster.down(quiet=True)
+    print("\n".join(rows))
+    print(
+        "\n(median of the rounds; both adapters, Prometheus, the control plane and this client share the "
+        "machine's cores; req/s ratio > 1 and p99 ratio < 1 favour promhpa)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
