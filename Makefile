@@ -70,11 +70,16 @@ cluster: venv cluster-tools
 cluster-down: venv
 	$(BIN)/python -m localcluster down --dir .cluster
 
-# Serving and discovery figures against a real Prometheus, printed as a table (loopback only).
+# promhpa's adapter beside prometheus-adapter v0.12.0 (built once, cached), same Prometheus,
+# rules, objects and front-proxy authentication, taking turns; then discovery figures.
+# Tables only, loopback only, bounded.
 bench-adapter: venv cluster-tools
+	@hack/build-tools.sh bench >/dev/null
+	$(BIN)/python -m benchmarks.side_by_side
 	$(BIN)/python -m benchmarks.bench_adapter
 
-# N HPAs (100, 1,000, 2,000) with 10 kwok pods each on the local control plane; prints a table.
+# N HPAs (100, 1,000, 2,000) with 10 kwok pods each on the local control plane, reconciled by
+# promhpa and then by kube-controller-manager's HPA controller alone; prints both and ratios.
 bench-controller: venv cluster-tools
 	$(BIN)/python -m benchmarks.bench_controller
 

@@ -101,7 +101,7 @@ def paths(distinct: bool) -> list[Workload]:
     pods = GroupResource("", "pods")
 
     def slot(i: int) -> str:  # matches every series, differs per request
-        return f'slot!="x{i}"' if distinct else 'slot!="x"'
+        return f"slot notin (x{i})" if distinct else "slot notin (x)"  # prometheus-adapter refuses !=
 
     def pods_path(ns: str, n: int) -> Workload:
         return Workload(
@@ -136,7 +136,7 @@ def paths(distinct: bool) -> list[Workload]:
         Workload(
             "external",
             lambda i: (
-                "/apis/external.metrics.k8s.io/v1beta1/namespaces/bench/queue_depth?"
+                "/apis/external.metrics.k8s.io/v1beta1/namespaces/bench/bench_queue_depth?"
                 + urllib.parse.urlencode({"labelSelector": queue(i)})
             ),
             lambda i: external_query(external, "bench_queue_depth", "bench", parse_selector(queue(i))),
