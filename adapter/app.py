@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+import aiohttp
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -241,6 +242,14 @@ def build_app(
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
+    async def prometheus_http(_: web.Application) -> AsyncIterator[None]:
+        """The hot path's HTTP session to every backend, for as long as the app serves."""
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            registry.backends.attach(session)
+            yield
+            registry.backends.attach(None)
+
+    app.cleanup_ctx.append(prometheus_http)  # before discovery, which uses it
     app.cleanup_ctx.append(relister)
     if config_path and reload_interval > 0:
 

@@ -33,6 +33,7 @@ class Backends:
         self._factory = factory
         self._clients: dict[str, PrometheusAPI] = {}
         self._specs: dict[str, Backend] = {}
+        self._http: object | None = None
         self.configure(specs)
 
     @classmethod
@@ -50,9 +51,17 @@ class Backends:
                 raise ValueError(f"backend {name!r} is defined but this adapter has no way to connect to it")
             _close(self._clients.get(name))
             self._clients[name] = self._factory(spec)
+            _attach(self._clients[name], self._http)
         for name in set(self._clients) - set(wanted):
             _close(self._clients.pop(name))
         self._specs = wanted
+
+    def attach(self, session: object | None) -> None:
+        """Every client (and any made later) serves its hot path over the serving loop's
+        HTTP session (``prometheus.Prometheus.attach``); None detaches them."""
+        self._http = session
+        for client in [self.default, *self._clients.values()]:
+            _attach(client, session)
 
     def get(self, name: str) -> PrometheusAPI:
         if not name:
@@ -82,6 +91,12 @@ def basic_auth(spec: Backend) -> tuple[str, str] | None:
         return None
     password = Path(spec.password_file).read_text().strip() if spec.password_file else ""
     return spec.username, password
+
+
+def _attach(client: PrometheusAPI, session: object | None) -> None:
+    attach = getattr(client, "attach", None)  # test doubles have none
+    if callable(attach):
+        attach(session)
 
 
 def _close(client: PrometheusAPI | None) -> None:

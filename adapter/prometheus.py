@@ -1,15 +1,20 @@
-"""Prometheus access: prometheus-api-client, off the event loop, cached and coalesced.
+"""Prometheus access: cached, coalesced, under one deadline, never blocking the event loop.
 
-prometheus-api-client is synchronous (requests), so every call runs in a thread of the
-adapter's own pool (never the loop's default one, which Kubernetes calls share) and the
-aiohttp loop never blocks on Prometheus.
+Two transports under one set of rules. While the adapter serves, instant queries and series
+discovery -- the hot path -- go over the serving loop's own aiohttp session (``attach``):
+measured against a real Prometheus, prometheus-api-client in a thread cost 1.8-2.1 ms of
+adapter CPU per query and capped a client at ~360 queries/s where aiohttp took 0.5-0.7 ms
+and ~720/s (benchmarks/side_by_side.py shows the serving figures). Everything else (range
+queries for the replay, label names, the health check, and any use outside a serving
+app, such as ``check-config``) stays on prometheus-api-client, synchronous (requests), in a
+thread of this client's own pool, never the loop's default one.
 
 Every call has one hard deadline (``--prometheus-timeout``): the client's own retry policy
 is switched off (its default, three retries with backoff, turned a 10 s timeout into 46 s),
 the HTTP timeout and Prometheus' own ``timeout`` parameter are what is left of the deadline,
 and at most ``retries`` (0 or 1) further attempt is made, only for a connection failure or
 a 502/503/504 and only while time is left. Past the deadline the caller gets
-``PrometheusTimeout`` (served as 504) whatever the thread is still doing.
+``PrometheusTimeout`` (served as 504) whatever the transport is still doing.
 
 Instant-query results are kept for a few seconds (``--query-cache-ttl``) in a cachetools
 TTL cache, and identical queries that arrive while one is in flight share its result: an
@@ -21,8 +26,10 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import base64
 import json
 import re
+import ssl
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable
@@ -32,6 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+import aiohttp
 import requests
 from cachetools import TTLCache
 from prometheus_api_client import PrometheusConnect
@@ -82,6 +90,16 @@ class _BearerFromFile(requests.auth.AuthBase):
         return r
 
 
+def _ssl_context(s: PrometheusSettings) -> ssl.SSLContext | bool:
+    """The aiohttp side's TLS: the same CA, client certificate and verification as requests'."""
+    if s.insecure_skip_verify:
+        return False
+    ctx = ssl.create_default_context(cafile=s.ca_file)
+    if s.client_cert:
+        ctx.load_cert_chain(s.client_cert, s.client_key)
+    return ctx
+
+
 def _session(s: PrometheusSettings) -> requests.Session:
     session = requests.Session()
     session.verify = False if s.insecure_skip_verify else (s.ca_file or True)
@@ -118,6 +136,9 @@ class Prometheus:
         # for a URL (a pods/* request over thousands of pods) goes as a form body instead
         self._session = session
         self._params = dict(settings.params)
+        self._http: aiohttp.ClientSession | None = None
+        self._ssl = _ssl_context(settings)
+        self._token_read: tuple[float, str] | None = None
         self._pool = ThreadPoolExecutor(max_workers=max(1, settings.threads), thread_name_prefix="prometheus")
         self._cache: TTLCache[str, list[Sample]] | None = (
             TTLCache(maxsize=cache_size, ttl=cache_ttl) if cache_ttl > 0 else None
@@ -129,6 +150,10 @@ class Prometheus:
     async def _call(self, kind: str, fn: Callable[[float], T]) -> T:
         """Run ``fn(seconds_left)`` in the pool under the deadline, retrying at most once."""
         loop = asyncio.get_running_loop()
+        return await self._acall(kind, lambda left: loop.run_in_executor(self._pool, fn, left))
+
+    async def _acall(self, kind: str, call: Callable[[float], Awaitable[T]]) -> T:
+        """Await ``call(seconds_left)`` under the deadline, retrying at most once."""
         start = time.monotonic()
         deadline = start + self.settings.timeout
         attempts = 1 + min(max(self.settings.retries, 0), 1)
@@ -141,11 +166,14 @@ class Prometheus:
                 # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancellation that
                 # arrives as the thread finishes, and a cancelled discovery loop then never ends
                 async with asyncio.timeout(left):
-                    result = await loop.run_in_executor(self._pool, fn, left)
+                    result = await call(left)
             except (TimeoutError, requests.Timeout):
                 error = TimeoutError()
                 break  # the deadline is spent: no retry can fit
-            except (requests.RequestException, PrometheusApiClientException, ValueError, KeyError) as e:
+            except (requests.RequestException, aiohttp.ClientError, PrometheusApiClientException) as e:
+                error = e
+                continue
+            except (ValueError, KeyError) as e:  # an answer that is not Prometheus' JSON
                 error = e
                 continue
             self._on_query(kind, time.monotonic() - start, True)
@@ -163,6 +191,41 @@ class Prometheus:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def attach(self, session: aiohttp.ClientSession | None) -> None:
+        """Serve instant queries and series over ``session`` (the serving loop's), or stop."""
+        self._http = session
+
+    async def _get_json(self, path: str, params: dict[str, str], left: float, post: bool) -> Any:
+        """One call to the HTTP API over the attached session: the ``data`` of the answer, or
+        the same errors prometheus-api-client raises (so one error mapping serves both)."""
+        assert self._http is not None
+        s = self.settings
+        headers = dict(s.headers)
+        if s.basic_auth:
+            user, password = s.basic_auth
+            headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        if s.token_file:
+            headers["Authorization"] = "Bearer " + self._token()
+        url = f"{s.url.rstrip('/')}{path}"
+        timeout = aiohttp.ClientTimeout(total=left)
+        if post:
+            call = self._http.post(url, data=params, headers=headers, ssl=self._ssl, timeout=timeout)
+        else:
+            call = self._http.get(url, params=params, headers=headers, ssl=self._ssl, timeout=timeout)
+        async with call as response:
+            body = await response.read()
+            if response.status != 200:
+                raise PrometheusApiClientException(f"HTTP Status Code {response.status} ({body!r})")
+        return json.loads(body)["data"]
+
+    def _token(self) -> str:
+        """The bearer token file, re-read at most every 10 s: projected tokens rotate."""
+        now = time.monotonic()
+        if self._token_read is None or now - self._token_read[0] > 10:
+            assert self.settings.token_file is not None
+            self._token_read = (now, Path(self.settings.token_file).read_text().strip())
+        return self._token_read[1]
 
     def _long(self, promql: str) -> bool:
         """Too long for a URL (or POST asked for): sent as a form body."""
@@ -246,8 +309,14 @@ class Prometheus:
                 promql, params={**self._params, "timeout": f"{left:.3f}"}, timeout=left
             )
 
+        async def over_http(left: float) -> Any:
+            params = {**self._params, "query": promql, "timeout": f"{left:.3f}"}
+            return (await self._get_json("/api/v1/query", params, left, long))["result"]
+
         try:
-            raw = await self._call("query", fetch)
+            raw = await (
+                self._acall("query", over_http) if self._http is not None else self._call("query", fetch)
+            )
             samples = [_sample(r) for r in raw]
             if self._cache is not None:
                 self._cache[promql] = samples
@@ -276,6 +345,13 @@ class Prometheus:
                 return self._form("/api/v1/series", form, left)
             return self._client.get_series(start, end, params=params)
 
+        async def over_http(left: float) -> Any:
+            params = {**self._params, "match[]": match, "timeout": f"{left:.3f}",
+                      "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}"}  # fmt: skip
+            return await self._get_json("/api/v1/series", params, left, long)
+
+        if self._http is not None:
+            return cast(list[dict[str, str]], await self._acall("series", over_http))
         return cast(list[dict[str, str]], await self._call("series", fetch))
 
     @property
@@ -300,7 +376,7 @@ class Prometheus:
 
 def _retryable(e: BaseException | None) -> bool:
     """A refused or reset connection, or a 502/503/504: worth one more try, if time is left."""
-    if isinstance(e, requests.ConnectionError):
+    if isinstance(e, requests.ConnectionError | aiohttp.ClientConnectionError):
         return True
     return isinstance(e, PrometheusApiClientException) and bool(_RETRYABLE_STATUS.search(str(e)))
 

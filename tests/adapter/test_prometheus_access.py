@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from adapter.config import parse_config
@@ -255,3 +256,130 @@ def test_startup_mistakes_are_one_clean_error(flags: list[str], message: str, tm
     assert code == 2, text
     assert message in text
     assert "Traceback" not in text
+
+
+TRANSPORTS = ["threads", "aiohttp"]  # prometheus-api-client in the pool; the serving loop's session
+
+
+def run_query(p: Prometheus, transport: str, promql: str) -> list[float]:
+    """``promql`` through ``p`` over one transport (the app attaches its session while serving)."""
+
+    async def go() -> list[float]:
+        if transport == "threads":
+            return [s.value for s in await p.query(promql)]
+        async with aiohttp.ClientSession() as session:
+            p.attach(session)
+            try:
+                return [s.value for s in await p.query(promql)]
+            finally:
+                p.attach(None)
+
+    return asyncio.run(go())
+
+
+@pytest.fixture(scope="module")
+def tls_prometheus(
+    exporter: Exporter, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Path]]:
+    """A real Prometheus that serves only TLS and requires a client certificate from our CA."""
+    from localcluster.pki import issue, make_ca
+    from tests.support import free_port, prometheus_binary
+
+    d = tmp_path_factory.mktemp("tls-prometheus")
+    ca = make_ca(d / "ca", "promhpa-test-ca")
+    issue(d / "server", ca, "prometheus", ips=("127.0.0.1",), server=True)
+    issue(d / "client", ca, "promhpa-adapter")
+    (d / "web.yml").write_text(
+        f"tls_server_config:\n  cert_file: {d / 'server.crt'}\n  key_file: {d / 'server.key'}\n"
+        f"  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {d / 'ca.crt'}\n"
+    )
+    (d / "prometheus.yml").write_text(
+        "global: {scrape_interval: 1s}\nscrape_configs:\n- job_name: test\n  honor_labels: true\n"
+        f"  static_configs: [{{targets: ['127.0.0.1:{exporter.port}']}}]\n"
+    )
+    port = free_port()
+    with open(d / "prometheus.log", "ab") as log:
+        proc = subprocess.Popen(
+            [prometheus_binary(), f"--config.file={d / 'prometheus.yml'}",
+             f"--storage.tsdb.path={d / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+             f"--web.config.file={d / 'web.yml'}"],
+            stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    url = f"https://127.0.0.1:{port}"
+    exporter.set('tls_probe{namespace="tls"}', 5)
+    p = Prometheus(
+        PrometheusSettings(url, ca_file=str(d / "ca.crt"), client_cert=str(d / "client.crt"),
+                           client_key=str(d / "client.key")),
+        cache_ttl=0,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: _answers(p), timeout=60, what="TLS Prometheus with the first scrape")
+        yield url, d
+    finally:
+        p.close()
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _answers(p: Prometheus) -> bool:
+    try:
+        return run_query(p, "threads", "tls_probe") == [5.0]
+    except PrometheusUnavailable:
+        return False
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_mutual_tls_uses_our_ca_and_client_certificate(
+    transport: str, tls_prometheus: tuple[str, Path]
+) -> None:
+    url, d = tls_prometheus
+    good = Prometheus(
+        PrometheusSettings(url, ca_file=str(d / "ca.crt"), client_cert=str(d / "client.crt"),
+                           client_key=str(d / "client.key")),
+        cache_ttl=0,
+    )  # fmt: skip
+    no_client_cert = Prometheus(PrometheusSettings(url, ca_file=str(d / "ca.crt")), cache_ttl=0)
+    unknown_ca = Prometheus(
+        PrometheusSettings(url, client_cert=str(d / "client.crt"), client_key=str(d / "client.key")),
+        cache_ttl=0,
+    )
+    try:
+        assert run_query(good, transport, "tls_probe") == [5.0]
+        for refused in (no_client_cert, unknown_ca):
+            with pytest.raises(PrometheusUnavailable):
+                run_query(refused, transport, "tls_probe")
+    finally:
+        for p in (good, no_client_cert, unknown_ca):
+            p.close()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_credentials_and_headers_reach_prometheus(
+    transport: str, prometheus: PrometheusProcess, exporter: Exporter, tmp_path: Path
+) -> None:
+    from tests.support import Recorder
+
+    exporter.set('cred_probe{namespace="c"}', 2)
+    wait_until(lambda: prometheus.query("cred_probe") != [], what="scrape")
+    token = tmp_path / "token"
+    token.write_text("first-token\n")
+    proxy = Recorder(prometheus.url)
+    url = proxy.start()
+    bearer = Prometheus(
+        PrometheusSettings(url, token_file=str(token), headers={"X-Scope-OrgID": "team-a"},
+                           params={"dedup": "true"}),
+        cache_ttl=0,
+    )  # fmt: skip
+    basic = Prometheus(PrometheusSettings(url, basic_auth=("adapter", "s3cret")), cache_ttl=0)
+    try:
+        assert run_query(bearer, transport, "cred_probe") == [2.0]
+        _, params, headers = proxy.calls[-1]
+        assert headers["Authorization"] == "Bearer first-token"
+        assert headers["X-Scope-OrgID"] == "team-a"
+        assert params["dedup"] == ["true"]
+        assert run_query(basic, transport, "cred_probe") == [2.0]
+        assert proxy.calls[-1][2]["Authorization"] == "Basic YWRhcHRlcjpzM2NyZXQ="
+    finally:
+        bearer.close()
+        basic.close()
+        proxy.close()
