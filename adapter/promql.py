@@ -29,30 +29,34 @@ class QueryError(ValueError):
     """A request cannot be expressed safely in PromQL (400 Bad Request)."""
 
 
+_NEEDS_ESCAPE = re.compile(r'[\\"\x00-\x1f\x7f]')
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def quote(value: str) -> str:
-    """A PromQL double-quoted string literal for any text."""
-    out = ['"']
-    for ch in value:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == '"':
-            out.append('\\"')
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    """A PromQL double-quoted string literal for any text.
+
+    One regex pass (a C loop) instead of a Python loop per character: the value of a
+    ``pods/*`` request over 1,000 pods is a 13 KB regex, quoted on every request."""
+    return '"' + _NEEDS_ESCAPE.sub(_escape, value) + '"'
+
+
+def _escape(m: re.Match[str]) -> str:
+    ch = m.group(0)
+    return _ESCAPES.get(ch) or f"\\x{ord(ch):02x}"
 
 
 def regex_literal(value: str) -> str:
     return _RE2_META.sub(r"\\\1", value)
+
+
+def alternation(values: Sequence[str]) -> str:
+    """``a|b|c`` of literal values, escaped in one pass over the text joined by NUL (which no
+    Kubernetes name holds, and which is no metacharacter): a ``pods/*`` request over 1,000
+    pods builds this on every request."""
+    if any("\x00" in v for v in values):
+        return "|".join(regex_literal(v) for v in values)
+    return regex_literal("\x00".join(values)).replace("\x00", "|")
 
 
 def check_label(name: str) -> str:
@@ -102,7 +106,7 @@ def values_matcher(label: str, values: Sequence[str], negate: bool = False) -> M
     check_label(label)
     if len(values) == 1:
         return Matcher(label, "!=" if negate else "=", values[0])
-    return Matcher(label, "!~" if negate else "=~", "|".join(regex_literal(v) for v in values))
+    return Matcher(label, "!~" if negate else "=~", alternation(values))
 
 
 def requirement_matcher(req: Requirement) -> Matcher:
@@ -146,7 +150,7 @@ def template_values(
     return {
         "Series": series_ref(series),
         "LabelMatchers": join_matchers(matchers),
-        "LabelValuesByName": {k: "|".join(regex_literal(v) for v in vs) for k, vs in values_by_name.items()},
+        "LabelValuesByName": {k: alternation(vs) for k, vs in values_by_name.items()},
         "GroupBy": ",".join(label_ref(g) for g in group_by),
         "GroupBySlice": list(group_by),
     }

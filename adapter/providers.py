@@ -21,7 +21,7 @@ from .promapi import PrometheusAPI, Sample
 from .queries import ObjectQuery, container_query, custom_query, external_query, node_query
 from .registry import Registry
 from .requests import BadRequest, MetricRequest, NotFound
-from .wire import CUSTOM, EXTERNAL, RESOURCE, metric_value, milli_quantity, timestamp, value_list
+from .wire import CUSTOM, EXTERNAL, RESOURCE, item_builder, milli_quantity, timestamp, value_list
 
 
 class ObjectLister(Protocol):
@@ -103,26 +103,15 @@ class Providers:
         )
         samples = await self.backends.get(served.rule.backend).query(query)
         wanted = set(names)
-        selector = _selector_json(req.metric_selector)  # once, not per item
+        ns = req.namespace if req.resource != NAMESPACES else None
+        item = item_builder(req.version, req.resource, ns, req.metric, _selector_json(req.metric_selector))
         items = []
         for s in samples:
             obj = s.labels.get(label, "")
             value = milli_quantity(s.value)
             if not obj or value is None or (wanted and obj not in wanted):
                 continue
-            ns = req.namespace if req.resource != NAMESPACES else None
-            items.append(
-                metric_value(
-                    req.version,
-                    req.resource,
-                    ns,
-                    obj,
-                    req.metric,
-                    value,
-                    s.timestamp,
-                    selector,
-                )
-            )
+            items.append(item(obj, value, s.timestamp))
         if req.name is not None and not items:
             raise NotFound(
                 f"the custom metric {req.metric!r} has no value for {req.resource} "
