@@ -35,11 +35,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+import structlog
+
 from controller.engine import decide
 from controller.engine.behavior import store_scale_event
 from controller.engine.model import Behavior, History, Snapshot
 from shared.durations import DurationError, format_time, parse_time
 
+log = structlog.get_logger("controller.shadow")
 Key = tuple[str, str]
 STEADY_SIGHTS = 2  # reconciles without an owner write that must differ to count
 
@@ -235,7 +238,16 @@ class Shadow:
                 agreed = True
                 continue
             self.paired["differ"] += 1
-            real = differences(min(same, key=lambda d: abs((d[0] - at).total_seconds()))[1], owner)
+            closest = min(same, key=lambda d: abs((d[0] - at).total_seconds()))
+            real = differences(closest[1], owner)
+            log.warning(
+                "shadow decision differs from the owner's",
+                hpa=f"{key[0]}/{key[1]}",
+                owner_at=format_time(at),
+                ours_at=format_time(closest[0]),
+                differences=real,
+                inputs=str(inputs(owner)),
+            )
         quiet = 0 if writes else (previous.quiet + 1 if previous else 1)
         shown = differences(status, owner_status) if owner_status.get("conditions") else []
         steady = 0
