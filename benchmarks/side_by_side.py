@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import ssl
@@ -39,11 +40,14 @@ import localcluster
 from adapter.config import GroupResource, parse_config
 from adapter.queries import ObjectQuery, container_query, custom_query, external_query
 from adapter.tls import self_signed
+from localcluster.manifests import adapter_manifests
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
 from localcluster.tools import ROOT, Binaries, cache_bin, free_port, wait_until
 from shared.selectors import parse as parse_selector
 
 NODES = ("kwok-node-0", "kwok-node-1", "kwok-node-2")
+SERVICE, SERVICE_NS = "bench-adapter", "promhpa-bench"
+SEQUENCE = itertools.count()  # distinct requests stay distinct across rounds and adapters
 QUEUES = 200
 RULES = """
 rules:
@@ -117,7 +121,7 @@ def paths(distinct: bool) -> list[Workload]:
         )
 
     def queue(i: int) -> str:
-        return f"queue=q{i % QUEUES}" if distinct else "queue=q1"
+        return f"queue=q{i % QUEUES},shard notin (x{i})" if distinct else "queue=q1"
 
     return [
         pods_path("b100", 100),
@@ -169,7 +173,7 @@ async def load(
 ) -> tuple[float, list[float]]:
     """(seconds, latencies) of ``requests`` calls, ``concurrency`` at a time."""
     latencies: list[float] = []
-    counter = iter(range(requests))
+    counter = (next(SEQUENCE) for _ in range(requests))  # never the same request twice in a run
     connector = aiohttp.TCPConnector(ssl=ssl_ctx if ssl_ctx is not None else False, limit=concurrency)
 
     async def worker(session: aiohttp.ClientSession) -> None:
@@ -192,7 +196,7 @@ async def load(
 
 async def raw_prometheus(url: str, path: Workload, requests: int, concurrency: int) -> float:
     """Requests per second of the same PromQL sent straight to Prometheus."""
-    counter = iter(range(requests))
+    counter = (next(SEQUENCE) for _ in range(requests))
 
     async def worker(session: aiohttp.ClientSession) -> None:
         for i in counter:
@@ -215,9 +219,19 @@ class Figures:
     cpu_ms: float
 
 
-def measure(a: Served, path: Workload, requests: int, concurrency: int, ctx: ssl.SSLContext) -> Figures:
-    headers = {"X-Remote-User": "bench", "X-Remote-Group": "system:masters"}
-    base = f"https://127.0.0.1:{a.port}"
+def measure(
+    a: Served,
+    path: Workload,
+    requests: int,
+    concurrency: int,
+    ctx: ssl.SSLContext,
+    base: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Figures:
+    """``a`` called directly as the aggregator would (default), or through ``base``."""
+    if headers is None:
+        headers = {"X-Remote-User": "bench", "X-Remote-Group": "system:masters"}
+    base = base or f"https://127.0.0.1:{a.port}"
     asyncio.run(
         load(base, path, min(20, requests), concurrency, ctx, headers)
     )  # warm: connections, SAR cache
@@ -246,10 +260,12 @@ def client_context(cluster: localcluster.Cluster) -> ssl.SSLContext:
     return ctx
 
 
-def start_both(cluster: localcluster.Cluster, prom: PrometheusProcess, work: Path) -> list[Served]:
+def start_both(
+    cluster: localcluster.Cluster, prom: PrometheusProcess, work: Path, extra: Sequence[str] = ()
+) -> list[Served]:
     rules = work / "rules.yaml"
     rules.write_text(RULES)
-    cert, key = self_signed(work / "certs", ["localhost"])
+    cert, key = self_signed(work / "certs", [f"{SERVICE}.{SERVICE_NS}.svc"])  # what the aggregator verifies
     kubeconfig = str(cluster.kubeconfig)
     out: list[Served] = []
     p1 = free_port()
@@ -257,7 +273,7 @@ def start_both(cluster: localcluster.Cluster, prom: PrometheusProcess, work: Pat
         sys.executable, "-m", "adapter", f"--prometheus-url={prom.url}", f"--config={rules}",
         "--bind-address=127.0.0.1", f"--secure-port={p1}", f"--kubeconfig={kubeconfig}",
         f"--tls-cert-file={cert}", f"--tls-private-key-file={key}", "--health-port=0",
-        "--log-level=warning", "--metrics-relist-interval=10m",
+        "--log-level=warning", "--metrics-relist-interval=10m", *extra,
     ]  # fmt: skip
     p2 = free_port()
     theirs = [
@@ -291,6 +307,51 @@ def _ok(a: Served, path: Workload, ctx: ssl.SSLContext) -> bool:
                 {"X-Remote-User": "bench", "X-Remote-Group": "system:masters"},
             )
         )
+        return True
+    except (RuntimeError, aiohttp.ClientError, OSError):
+        return False
+
+
+def through_aggregator(
+    cluster: localcluster.Cluster, adapters: list[Served], work: Path, requests: int
+) -> list[str]:
+    """Each adapter in turn registered with the kube-apiserver, called as kubectl would be
+    (the admin's client certificate): the path every HPA controller takes."""
+    ctx = ssl.create_default_context(cafile=str(cluster.pki / "ca.crt"))
+    ctx.load_cert_chain(cluster.pki / "admin.crt", cluster.pki / "admin.key")
+    ca = (work / "certs" / "apiserver.crt").read_bytes()  # self-signed: its own CA bundle
+    chosen = [w for w in paths(distinct=True) if w.name in ("pods/* 100 pods", "external")]
+    got: dict[str, dict[str, Figures]] = {}
+    for a in adapters:
+        manifests = adapter_manifests(SERVICE_NS, SERVICE, a.port, ca, resource_metrics=True)
+        cluster.kubectl(
+            "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests})
+        )
+        wait_until(
+            lambda: _served_by(cluster.server, chosen[1], ctx),
+            timeout=120,
+            what=f"the aggregator routing to {a.name}",
+        )
+        got[a.name] = {
+            w.name: measure(a, w, requests, 8, ctx, base=cluster.server, headers={}) for w in chosen
+        }
+        a.proc.terminate()  # so the next registration can only be answered by the next adapter
+        a.proc.wait(timeout=30)
+    rows = []
+    for w in chosen:
+        ours, theirs = got["promhpa"][w.name], got["prometheus-adapter"][w.name]
+        rows.append(
+            f"| {w.name} (aggregator) | distinct | 8 | {ours.rps:.0f} | {ours.p50:.1f} | {ours.p99:.1f} | "
+            f"{ours.cpu_ms:.2f} | {theirs.rps:.0f} | {theirs.p50:.1f} | {theirs.p99:.1f} | "
+            f"{theirs.cpu_ms:.2f} | "
+            f"**{ours.rps / theirs.rps:.2f}x** | {ours.p99 / theirs.p99:.2f} | | |"
+        )
+    return rows
+
+
+def _served_by(server: str, path: Workload, ctx: ssl.SSLContext) -> bool:
+    try:
+        asyncio.run(load(server, path, 1, 1, ctx, {}))
         return True
     except (RuntimeError, aiohttp.ClientError, OSError):
         return False
@@ -338,6 +399,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=300, help="per phase (pods/* over 1,000 pods: a third)")
     ap.add_argument("--concurrency", default="8,32")
+    ap.add_argument("--paths", default="", help="only these paths (comma-separated names, e.g. 'external')")
+    ap.add_argument("--promhpa-flag", action="append", default=[], help="an extra flag for promhpa's adapter")
+    ap.add_argument("--no-aggregator", action="store_true", help="skip the through-the-aggregator rows")
     a = ap.parse_args()
     if not Path(Binaries(cache_bin()).prometheus_adapter).exists():
         print("prometheus-adapter is not built: run `hack/build-tools.sh bench` (make bench-adapter does)")
@@ -359,10 +423,12 @@ def main() -> int:
         seed(cluster, exporter)
         prom.start()
         wait_until(lambda: len(prom.query("bench_load")) == 1100, timeout=90, what="1,100 series scraped")
-        adapters = start_both(cluster, prom, work)
+        adapters = start_both(cluster, prom, work, a.promhpa_flag)
         ctx = client_context(cluster)
         for distinct in (True, False):
             for path in paths(distinct):
+                if a.paths and path.name not in a.paths.split(","):
+                    continue
                 for conc in (int(c) for c in a.concurrency.split(",")):
                     n = a.requests // 3 if path.items >= 1000 else a.requests
                     got: dict[str, list[Figures]] = {x.name: [] for x in adapters}
@@ -379,6 +445,9 @@ def main() -> int:
                         f"{ours.rps / raw:.2f} |"
                     )
                     print(rows[-1], flush=True)
+        if not a.no_aggregator:
+            rows += through_aggregator(cluster, adapters, work, a.requests)
+            print("\n".join(rows[-2:]), flush=True)
     finally:
         for x in adapters:
             x.proc.terminate()
