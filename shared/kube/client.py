@@ -10,8 +10,11 @@ in a worker thread. Failures are typed errors built from the server's ``Status``
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import json
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,6 +26,12 @@ from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from shared.version import promhpa_version
 
 from .errors import KubeError, Timeout, from_status
+
+# Kubernetes calls get threads of their own: asyncio's default pool is min(32, cores + 4) --
+# 6 threads on two cores -- shared with every other blocking call, so five controller
+# workers plus the adapter's authorization checks queued behind one another
+CALLS = 16
+_POOL = ThreadPoolExecutor(max_workers=CALLS, thread_name_prefix="kube")
 
 
 def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
@@ -42,6 +51,7 @@ def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
     # no hidden retries: urllib3's default (3, each waiting out the timeout) turned a 2 s
     # metrics timeout into 8 s; every caller here retries on its own schedule
     conf.retries = 0
+    conf.connection_pool_maxsize = CALLS  # one kept-alive connection per calling thread
     api = kubernetes.client.ApiClient(conf)
     # audit logs and managedFields name us, not the generated client
     api.user_agent = f"promhpa/{promhpa_version()}"
@@ -108,13 +118,13 @@ class Kube:
         return self._call("GET", path, query=query)
 
     async def get(self, path: str, query: list[tuple[str, str]] | None = None, timeout: float = 30) -> Any:
-        return await asyncio.to_thread(self._call, "GET", path, None, query, timeout)
+        return await _off_loop(self._call, "GET", path, None, query, timeout)
 
     async def post(self, path: str, body: Any) -> Any:
-        return await asyncio.to_thread(self._call, "POST", path, body)
+        return await _off_loop(self._call, "POST", path, body)
 
     async def put(self, path: str, body: Any) -> Any:
-        return await asyncio.to_thread(self._call, "PUT", path, body)
+        return await _off_loop(self._call, "PUT", path, body)
 
     def watch_sync(
         self,
@@ -144,3 +154,9 @@ class Kube:
             raise KubeError(0, str(e), request=f"watch {path}") from None
         finally:
             stream.release_conn()
+
+
+async def _off_loop(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a Kubernetes thread, with the caller's context (as ``to_thread``)."""
+    ctx = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(_POOL, functools.partial(ctx.run, fn, *args))
