@@ -140,6 +140,11 @@ class Prometheus:
         self._http: aiohttp.ClientSession | None = None
         self._ssl = _ssl_context(settings)
         self._token_read: tuple[float, str] | None = None
+        self._headers = dict(settings.headers)  # the aiohttp side's, Basic auth encoded once
+        if settings.basic_auth:
+            user, password = settings.basic_auth
+            basic = base64.b64encode(f"{user}:{password}".encode()).decode()
+            self._headers["Authorization"] = f"Basic {basic}"
         self._pool = ThreadPoolExecutor(max_workers=max(1, settings.threads), thread_name_prefix="prometheus")
         self._cache: TTLCache[str, list[Sample]] | None = (
             TTLCache(maxsize=cache_size, ttl=cache_ttl) if cache_ttl > 0 else None
@@ -202,10 +207,7 @@ class Prometheus:
         the same errors prometheus-api-client raises (so one error mapping serves both)."""
         assert self._http is not None
         s = self.settings
-        headers = dict(s.headers)
-        if s.basic_auth:
-            user, password = s.basic_auth
-            headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        headers = dict(self._headers)
         if s.token_file:
             headers["Authorization"] = "Bearer " + self._token()
         url = f"{s.url.rstrip('/')}{path}"

@@ -157,13 +157,12 @@ class Registry:
         async with self._lock:
             rules = self.config.rules + self.config.external_rules
             index, failed = await self._list(rules)
+            self.backend_errors = {b: str(e) for b, e in failed.items()}
             if failed and len(failed) == len({r.backend for r in rules}):
-                self.backend_errors = {b: str(e) for b, e in failed.items()}
                 raise next(iter(failed.values()))
             if failed:
                 _keep_from(index, self.index, set(failed))
             self.index = index
-            self.backend_errors = {b: str(e) for b, e in failed.items()}
             self._unknown.clear()
         self.relists += 1
         self.relist_seconds = time.monotonic() - start

@@ -32,10 +32,11 @@ from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
 from localcluster.promhpa import (
     register_and_start_adapter,
     start_controller_process,
+    start_hpa_only_kcm,
     stop_adapter,
     stop_process,
 )
-from localcluster.tools import Binaries, cache_bin, free_port, wait_until
+from localcluster.tools import free_port, wait_until
 
 RULES = """
 externalRules:
@@ -218,26 +219,7 @@ def measure(proc: subprocess.Popen[bytes], url: str, n: int, sync: int) -> Run:
 
 def start_kcm(cluster: localcluster.Cluster, log: Path, port: int, sync: int) -> subprocess.Popen[bytes]:
     """kube-controller-manager v1.37.2 running only its HPA controller, on the same HPAs."""
-    out = open(log, "ab")  # noqa: SIM115 - owned by the child
-    proc = subprocess.Popen(
-        [
-            Binaries(cache_bin()).controller_manager,
-            f"--kubeconfig={cluster.kubeconfig}",
-            f"--authentication-kubeconfig={cluster.kubeconfig}",
-            f"--authorization-kubeconfig={cluster.kubeconfig}",
-            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            "--controllers=horizontal-pod-autoscaler-controller",
-            "--leader-elect=false",
-            f"--horizontal-pod-autoscaler-sync-period={sync}s",
-            "--v=0",
-        ],
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
-    out.close()
-    return proc
+    return start_hpa_only_kcm(cluster, log, port, f"--horizontal-pod-autoscaler-sync-period={sync}s", "--v=0")
 
 
 def main() -> int:

@@ -17,7 +17,7 @@ from typing import Any
 from .cluster import Cluster
 from .manifests import adapter_manifests, service_account_kubeconfig
 from .prometheus import PrometheusProcess
-from .tools import ROOT, free_port, wait_http, wait_until
+from .tools import ROOT, Binaries, cache_bin, free_port, wait_http, wait_until
 
 
 @dataclass
@@ -206,3 +206,28 @@ def cpu_deployment(namespace: str, name: str, request: str = "100m") -> dict[str
             },
         },
     }
+
+
+def start_hpa_only_kcm(cluster: Cluster, log: Path, port: int, *flags: str) -> subprocess.Popen[bytes]:
+    """A second kube-controller-manager (the cluster's own runs without it) that runs only
+    the HPA controller: upstream's decisions on the same HPAs, for comparisons. Its
+    ``/metrics`` is open on ``port`` (TLS, self-signed)."""
+    out = open(log, "ab")  # noqa: SIM115 - owned by the child
+    proc = subprocess.Popen(
+        [
+            (cluster.bins or Binaries(cache_bin())).controller_manager,
+            f"--kubeconfig={cluster.kubeconfig}",
+            f"--authentication-kubeconfig={cluster.kubeconfig}",
+            f"--authorization-kubeconfig={cluster.kubeconfig}",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            "--controllers=horizontal-pod-autoscaler-controller",
+            "--leader-elect=false",
+            *flags,
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
+    out.close()
+    return proc

@@ -10,6 +10,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from localcluster.promhpa import (
     register_and_start_adapter,
     start_adapter,
     start_controller_process,
+    start_hpa_only_kcm,
     stop_adapter,
     stop_process,
 )
@@ -40,6 +42,7 @@ __all__ = [
     "register_and_start_adapter",
     "start_adapter",
     "start_controller_process",
+    "start_hpa_only_kcm",
     "stop_adapter",
     "stop_process",
     "thanos_binary",
@@ -49,23 +52,21 @@ __all__ = [
 
 
 def prometheus_binary() -> str:
-    path = prometheus_path()
-    if not path.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail("Prometheus is not installed: run `make cluster-tools`", pytrace=False)
-        pytest.skip("Prometheus is not installed: run `make cluster-tools` to enable the adapter tests")
-    return str(path)
+    return _built(prometheus_path(), "Prometheus", "the adapter tests")
 
 
 def thanos_binary() -> str:
-    """Thanos as built by `make cluster-tools` (same policy as Prometheus: CI must have it)."""
     from localcluster.thanos import thanos_path
 
-    path = thanos_path()
+    return _built(thanos_path(), "Thanos", "the Thanos tests")
+
+
+def _built(path: Path, name: str, enables: str) -> str:
+    """A binary from `make cluster-tools`: skipped locally when missing, a failure under CI."""
     if not path.exists():
         if os.environ.get("CI") == "true":
-            pytest.fail("Thanos is not installed: run `make cluster-tools`", pytrace=False)
-        pytest.skip("Thanos is not installed: run `make cluster-tools` to enable the Thanos tests")
+            pytest.fail(f"{name} is not installed: run `make cluster-tools`", pytrace=False)
+        pytest.skip(f"{name} is not installed: run `make cluster-tools` to enable {enables}")
     return str(path)
 
 

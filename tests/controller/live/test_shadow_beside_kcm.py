@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from localcluster import Cluster
-from localcluster.tools import Binaries, cache_bin
 from tests.support import (
     ROOT,
     AdapterProcess,
@@ -35,6 +34,7 @@ from tests.support import (
     prefixed_rules,
     register_and_start_adapter,
     start_controller_process,
+    start_hpa_only_kcm,
     stop_adapter,
     stop_process,
     wait_http,
@@ -219,27 +219,14 @@ def adapter(
 
 def start_kcm(cluster: Cluster, log: Path) -> subprocess.Popen[bytes]:
     """A second kube-controller-manager that runs only the HPA controller."""
-    out = open(log, "ab")  # noqa: SIM115 - owned by the child
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            Binaries(cache_bin()).controller_manager,
-            f"--kubeconfig={cluster.kubeconfig}",
-            f"--authentication-kubeconfig={cluster.kubeconfig}",
-            f"--authorization-kubeconfig={cluster.kubeconfig}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            "--controllers=horizontal-pod-autoscaler-controller",
-            "--leader-elect=false",
-            f"--horizontal-pod-autoscaler-sync-period={SYNC}",
-            f"--horizontal-pod-autoscaler-downscale-stabilization={STABILIZATION}",
-            "--v=2",
-        ],
-        stdout=out,
-        stderr=subprocess.STDOUT,
+    return start_hpa_only_kcm(
+        cluster,
+        log,
+        free_port(),
+        f"--horizontal-pod-autoscaler-sync-period={SYNC}",
+        f"--horizontal-pod-autoscaler-downscale-stabilization={STABILIZATION}",
+        "--v=2",
     )
-    out.close()
-    return proc
 
 
 def shadow(url: str) -> dict[str, Any]:
