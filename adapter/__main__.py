@@ -25,6 +25,7 @@ from aiohttp import web
 from shared.durations import DurationError, parse_duration
 from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
+from shared.kube.discovery import served_resources
 from shared.kube.errors import KubeError
 from shared.logging import configure
 from shared.version import promhpa_version
@@ -192,7 +193,25 @@ def check_parser() -> argparse.ArgumentParser:
     p.add_argument("config", help="the rule file (prometheus-adapter format)")
     p.add_argument("--prometheus-url", help="Prometheus to discover series from")
     p.add_argument("--metrics-max-age", type=_duration, default=timedelta(minutes=10))
+    p.add_argument(
+        "--kubeconfig",
+        help="check every resource a rule names against this cluster's API discovery "
+        "(custom resources included)",
+    )
     return p
+
+
+def _served_resources(kubeconfig: str) -> dict[str, set[str]] | None:
+    """The cluster's resources for check-config, or None after saying why (exit 1 follows)."""
+    try:
+        kube = Kube(load_kube(kubeconfig))
+        served, failed = served_resources(kube)
+    except KubeError as e:
+        print(f"error: cannot read the cluster's resources with {kubeconfig}: {e}", file=sys.stderr)
+        return None
+    for gv in failed:
+        print(f"note: {gv} did not answer discovery; its resources count as absent", file=sys.stderr)
+    return served
 
 
 def serve_parser() -> argparse.ArgumentParser:
@@ -419,6 +438,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "check-config":
         c = check_parser().parse_args(args[1:])
+        served = None
+        if c.kubeconfig:
+            served = _served_resources(c.kubeconfig)
+            if served is None:
+                return 1
         prom: Backends | None = None
         if c.prometheus_url:
             base = PrometheusSettings(c.prometheus_url)
@@ -427,7 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except ConfigError:
                 specs = ()  # check_config reports it, with file and line
             prom = Backends(Prometheus(base, cache_ttl=0), backend_factory(base, 0), specs)
-        return asyncio.run(check_config(c.config, prom, c.metrics_max_age))
+        return asyncio.run(check_config(c.config, prom, c.metrics_max_age, served))
     if args and args[0] == "serve":
         args = args[1:]
     args, set_aside = compat.split_unknown(args)

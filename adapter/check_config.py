@@ -1,9 +1,10 @@
-"""``promhpa-adapter check-config FILE [--prometheus-url URL]``.
+"""``promhpa-adapter check-config FILE [--prometheus-url URL] [--kubeconfig FILE]``.
 
 Validates a rule file (errors name line and key). With a Prometheus it also runs each
 rule's discovery and prints, per rule, the metrics it would serve and the exact PromQL it
 would run for an example request -- the question every prometheus-adapter user ends up
-answering by reading logs.
+answering by reading logs. With a kubeconfig, every resource a rule names is looked up in
+the cluster's API discovery (custom resources included).
 """
 
 from __future__ import annotations
@@ -26,18 +27,32 @@ from .registry import index_series
 from .templates import TemplateError
 
 
-def _resource_errors(path: str, rule: Rule) -> list[str]:
-    """Overrides that name no resource the API serves (namespacez); a custom resource names
-    its group, and is checked by the cluster, not here."""
+def _resource_errors(path: str, rule: Rule, served: dict[str, set[str]] | None) -> list[str]:
+    """Overrides that name no resource the API serves (namespacez). Without a cluster the
+    well-known table judges, and a resource with a group (a custom resource) is left for
+    ``--kubeconfig``; with one, the cluster's discovery judges every override."""
     out = []
     for label, gr in rule.resources.overrides.items():
-        if gr.group or known(gr) is not None:
-            continue
-        hint = difflib.get_close_matches(gr.resource, sorted(r.plural for r in WELL_KNOWN), n=1)
+        if served is None:
+            if gr.group or known(gr) is not None:
+                continue
+            names = sorted(r.plural for r in WELL_KNOWN)
+            otherwise = " (give its group for a custom resource)"
+            where = ""
+        else:
+            groups = [gr.group] if gr.group else list(served)
+            names = sorted({n for g in groups for n in served.get(g, ())})
+            if gr.resource in names:
+                continue
+            if gr.group and gr.group not in served:
+                where, otherwise = f" in group {gr.group!r}", ": the cluster serves no such API group"
+            else:
+                where = f" in group {gr.group!r}" if gr.group else ""
+                otherwise = ": the cluster serves no such resource"
+        hint = difflib.get_close_matches(gr.resource, names, n=1)
         out.append(
             f"{path}: {rule.kind}[{rule.index}].resources.overrides.{label}: unknown resource "
-            f"{gr.resource!r}"
-            + (f" (did you mean {hint[0]!r}?)" if hint else " (give its group for a custom resource)")
+            f"{gr.resource!r}{where}" + (f" (did you mean {hint[0]!r}?)" if hint else otherwise)
         )
     return out
 
@@ -68,11 +83,16 @@ class Verdict:
 
 
 async def validate(
-    text: str, source: str, prom: PrometheusAPI | Backends | None, max_age: timedelta
+    text: str,
+    source: str,
+    prom: PrometheusAPI | Backends | None,
+    max_age: timedelta,
+    served: dict[str, set[str]] | None = None,
 ) -> Verdict:
     """Every check a rule file can get: syntax, keys and template fields (names line and key),
     resources, and -- with a Prometheus -- discovery and Prometheus' own parser on each rule's
-    rendered query. ``check-config`` prints it; the rules webhook denies a ConfigMap by it."""
+    rendered query; with ``served`` (the cluster's resources) every override is proven to
+    exist. ``check-config`` prints it; the rules webhook denies a ConfigMap by it."""
     v = Verdict()
     try:
         config = parse_config(text, source)
@@ -81,7 +101,11 @@ async def validate(
         v.invalid_file = True
         return v
     rules = config.rules + config.external_rules
-    v.errors += [err for rule in rules for err in _resource_errors(source, rule)]
+    v.errors += [err for rule in rules for err in _resource_errors(source, rule, served)]
+    grouped = served is None and any(gr.group for r in rules for gr in r.resources.overrides.values())
+    if grouped:
+        v.skipped.append("custom resources against the cluster's discovery")
+        v.report.append(f"  skipped (no --kubeconfig): {v.skipped[-1]}")
     v.report.append(
         f"{source}: {len(config.rules)} custom rule(s), {len(config.external_rules)} external rule(s), "
         f"resource rules {'present' if config.resource_rules else 'absent'}"
@@ -105,15 +129,20 @@ async def validate(
     return v
 
 
-async def check_config(path: str, prom: PrometheusAPI | Backends | None, max_age: timedelta) -> int:
+async def check_config(
+    path: str,
+    prom: PrometheusAPI | Backends | None,
+    max_age: timedelta,
+    served: dict[str, set[str]] | None = None,
+) -> int:
     """0: every check passed; 1: a rule can never work (an unknown resource, a query
-    Prometheus refuses, Prometheus unreachable); 2: the file itself is invalid."""
+    Prometheus refuses, Prometheus or the cluster unreachable); 2: the file itself is invalid."""
     try:
         text = Path(path).read_text()
     except OSError as e:
         print(f"error: cannot read {path}: {e.strerror}", file=sys.stderr)
         return 2
-    v = await validate(text, path, prom, max_age)
+    v = await validate(text, path, prom, max_age, served)
     for line in v.report:
         print(line)
     errors = v.errors + v.unverified  # here, unproven counts as failed

@@ -107,6 +107,30 @@ class RESTMapper:
         return version
 
 
+def served_resources(kube: Kube) -> tuple[dict[str, set[str]], list[str]]:
+    """Every resource the API server serves, as group -> plural names (core is ""), and
+    the group-versions that did not answer (an aggregated API whose server is down).
+
+    check-config asks this once to prove a rule file's resource names against a real
+    cluster, custom resources included; a resource in any served version counts.
+    """
+    served: dict[str, set[str]] = {}
+    failed: list[str] = []
+    versions = [("", f"v{v.removeprefix('v')}") for v in kube.get_sync("/api").get("versions", ["v1"])]
+    for g in kube.get_sync("/apis").get("groups", []):
+        versions += [(g["name"], v["version"]) for v in g.get("versions", [])]
+    for group, version in versions:
+        gv = GroupVersion(group, version)
+        try:
+            listing = kube.get_sync(gv.path)
+        except KubeError:
+            failed.append(str(gv))
+            continue
+        names = served.setdefault(group, set())
+        names.update(r["name"] for r in listing.get("resources", []) if "/" not in r["name"])
+    return served, failed
+
+
 def _group_version(api_version: str) -> GroupVersion:
     try:
         return GroupVersion.parse(api_version)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+from localcluster import Cluster
 from tests.support import Exporter, PrometheusProcess, wait_until
 
 
@@ -101,3 +104,78 @@ def test_query_prometheus_rejects_is_an_error_with_prometheus_message(
     assert out.returncode == 1, out.stdout
     assert f"{cfg}:4: rules[0].metricsQuery: Prometheus rejects the rendered query" in out.stderr
     assert "parse error" in out.stderr
+
+
+GROUPED_RULES = """rules:
+- seriesQuery: 'x'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+      deploy: {group: apps, resource: deploymentz}
+      widget: {group: checks.promhpa.io, resource: widget}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+
+
+def test_without_a_cluster_custom_resources_are_named_as_skipped(tmp_path: Path) -> None:
+    out = run(str(write(tmp_path, GROUPED_RULES)))
+    assert out.returncode == 0, out.stderr
+    assert "skipped (no --kubeconfig): custom resources against the cluster's discovery" in out.stdout
+
+
+def test_resources_are_proven_against_the_clusters_discovery(cluster: Cluster, tmp_path: Path) -> None:
+    cfg = write(tmp_path, GROUPED_RULES)
+    out = run(str(cfg), f"--kubeconfig={cluster.kubeconfig}")
+    assert out.returncode == 1, out.stdout
+    assert (
+        f"{cfg}: rules[0].resources.overrides.deploy: unknown resource 'deploymentzs' in group 'apps' "
+        "(did you mean 'deployments'?)" in out.stderr
+    )
+    assert (
+        f"{cfg}: rules[0].resources.overrides.widget: unknown resource 'widgets' in group "
+        "'checks.promhpa.io': the cluster serves no such API group" in out.stderr
+    )
+    assert "overrides.namespace" not in out.stderr  # the core group's namespaces exist
+
+    # once the cluster serves the custom resource (and the typo is mended) the file passes
+    crd = widget_crd()
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(crd))
+    try:
+        cluster.kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}")
+        cfg.write_text(GROUPED_RULES.replace("deploymentz", "deployment"))
+        out = run(str(cfg), f"--kubeconfig={cluster.kubeconfig}")
+        assert out.returncode == 0, out.stderr
+        assert "OK" in out.stdout
+    finally:
+        cluster.kubectl("delete", "crd", crd["metadata"]["name"], "--wait=false")
+
+
+def test_an_unusable_kubeconfig_is_one_error_line(tmp_path: Path) -> None:
+    out = run(str(write(tmp_path, GROUPED_RULES)), f"--kubeconfig={tmp_path}/missing")
+    assert out.returncode == 1
+    assert out.stderr.startswith(f"error: cannot read the cluster's resources with {tmp_path}/missing:")
+    assert "Traceback" not in out.stderr
+
+
+OPEN_SCHEMA = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def widget_crd() -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.checks.promhpa.io"},
+        "spec": {
+            "group": "checks.promhpa.io",
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": OPEN_SCHEMA},
+                }
+            ],
+        },
+    }
