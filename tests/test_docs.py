@@ -1,0 +1,57 @@
+"""The documentation's links lead somewhere: every relative link in the README, docs/ and the
+chart's README names a file that exists and, with ``#anchor``, a heading in it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "CHANGELOG.md",
+    ROOT / "charts/promhpa/README.md",
+    *ROOT.glob("docs/*.md"),
+]
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's heading slugs: lower case, punctuation dropped, spaces become hyphens."""
+    out = set()
+    for line in page.read_text().splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return out
+
+
+def links(page: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)  # code blocks are not links
+    return [t for t in LINK.findall(text) if not re.match(r"[a-z]+:", t)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_name_existing_files_and_headings(page: Path) -> None:
+    broken = []
+    for target in links(page):
+        file, _, anchor = target.partition("#")
+        dest = (page.parent / file).resolve() if file else page
+        if not dest.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            broken.append(f"{target}: no heading #{anchor} in {dest.relative_to(ROOT)}")
+    assert not broken, broken
+
+
+def test_every_docs_page_is_reachable_from_the_readme_or_another_page() -> None:
+    linked = {
+        (page.parent / t.partition("#")[0]).resolve()
+        for page in PAGES
+        for t in links(page)
+        if t.partition("#")[0]
+    }
+    orphans = [p.name for p in ROOT.glob("docs/*.md") if p.resolve() not in linked]
+    assert not orphans, orphans
