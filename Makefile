@@ -11,7 +11,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv lint unit test test-prometheus2 differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-controller clean
+.PHONY: venv lint unit test test-prometheus2 differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-discovery bench-controller clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -76,7 +76,13 @@ cluster-down: venv
 bench-adapter: venv cluster-tools
 	@hack/build-tools.sh bench >/dev/null
 	$(BIN)/python -m benchmarks.side_by_side
+	$(BIN)/python -m benchmarks.discovery
 	$(BIN)/python -m benchmarks.bench_adapter
+
+# Discovery of 100,000 series alone, both adapters taking turns (part of bench-adapter).
+bench-discovery: venv cluster-tools
+	@hack/build-tools.sh bench >/dev/null
+	$(BIN)/python -m benchmarks.discovery
 
 # N HPAs (100, 1,000, 2,000) with 10 kwok pods each on the local control plane, reconciled by
 # promhpa and then by kube-controller-manager's HPA controller alone; prints both and ratios.

@@ -260,34 +260,58 @@ def client_context(cluster: localcluster.Cluster) -> ssl.SSLContext:
     return ctx
 
 
-def start_both(
-    cluster: localcluster.Cluster, prom: PrometheusProcess, work: Path, extra: Sequence[str] = ()
-) -> list[Served]:
+def commands(
+    cluster: localcluster.Cluster,
+    prom: PrometheusProcess,
+    work: Path,
+    rules_text: str,
+    extra: Sequence[str] = (),
+    both: Sequence[str] = ("--metrics-relist-interval=10m",),
+) -> list[tuple[str, list[str], int]]:
+    """Each adapter's command line (name, argv, port): the same Prometheus, rules, kubeconfig,
+    serving certificate and ``both`` flags (discovery every 10 minutes by default); ``extra``
+    only for promhpa."""
     rules = work / "rules.yaml"
-    rules.write_text(RULES)
+    rules.write_text(rules_text)
     cert, key = self_signed(work / "certs", [f"{SERVICE}.{SERVICE_NS}.svc"])  # what the aggregator verifies
     kubeconfig = str(cluster.kubeconfig)
-    out: list[Served] = []
     p1 = free_port()
     ours = [
         sys.executable, "-m", "adapter", f"--prometheus-url={prom.url}", f"--config={rules}",
         "--bind-address=127.0.0.1", f"--secure-port={p1}", f"--kubeconfig={kubeconfig}",
         f"--tls-cert-file={cert}", f"--tls-private-key-file={key}", "--health-port=0",
-        "--log-level=warning", "--metrics-relist-interval=10m", *extra,
+        "--log-level=warning", *both, *extra,
     ]  # fmt: skip
     p2 = free_port()
     theirs = [
         str(Binaries(cache_bin()).prometheus_adapter), f"--prometheus-url={prom.url}", f"--config={rules}",
         "--bind-address=127.0.0.1", f"--secure-port={p2}", f"--lister-kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
-        f"--tls-cert-file={cert}", f"--tls-private-key-file={key}", "--metrics-relist-interval=10m",
-        "--v=0",
+        f"--tls-cert-file={cert}", f"--tls-private-key-file={key}", *both, "--v=0",
     ]  # fmt: skip
-    for name, argv, port in (("promhpa", ours, p1), ("prometheus-adapter", theirs, p2)):
-        log = open(work / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-        log.close()
-        out.append(Served(name, port, proc.pid, proc))
+    return [("promhpa", ours, p1), ("prometheus-adapter", theirs, p2)]
+
+
+def spawn(name: str, argv: list[str], port: int, work: Path) -> Served:
+    log = open(work / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    log.close()
+    return Served(name, port, proc.pid, proc)
+
+
+def stop(served: Served) -> None:
+    served.proc.terminate()
+    try:
+        served.proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        served.proc.kill()
+        served.proc.wait()
+
+
+def start_both(
+    cluster: localcluster.Cluster, prom: PrometheusProcess, work: Path, extra: Sequence[str] = ()
+) -> list[Served]:
+    out = [spawn(*c, work) for c in commands(cluster, prom, work, RULES, extra)]
     ctx = client_context(cluster)
     for a in out:
         probe = paths(distinct=False)[3]
@@ -450,12 +474,7 @@ def main() -> int:
             print("\n".join(rows[-2:]), flush=True)
     finally:
         for x in adapters:
-            x.proc.terminate()
-            try:
-                x.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                x.proc.kill()
-                x.proc.wait()
+            stop(x)
         if prom is not None:
             prom.stop()
         exporter.close()
