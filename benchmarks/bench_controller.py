@@ -147,7 +147,14 @@ def hpa(i: int, pods: int) -> dict[str, object]:
 
 
 def run_size(
-    cluster: localcluster.Cluster, exporter: Exporter, n: int, done: int, pods: int, sync: int, work: Path
+    cluster: localcluster.Cluster,
+    exporter: Exporter,
+    n: int,
+    done: int,
+    pods: int,
+    sync: int,
+    work: Path,
+    profile: Path | None = None,
 ) -> str:
     """Grows the namespace from `done` to `n` Deployments + HPAs, then measures a fresh controller.
 
@@ -175,7 +182,13 @@ def run_size(
         "--log-level=warning",
     )
     try:
-        ours = measure(proc, f"http://127.0.0.1:{port}", n, sync)
+        ours = measure(
+            proc,
+            f"http://127.0.0.1:{port}",
+            n,
+            sync,
+            profile and profile.with_name(f"{profile.name}-{n}.txt"),
+        )
     finally:
         stop_process(proc)
     kcm_port = free_port()
@@ -200,11 +213,22 @@ class Run:
     rss: float
 
 
-def measure(proc: subprocess.Popen[bytes], url: str, n: int, sync: int) -> Run:
-    """After the first full round: reconciles, latency, CPU per reconcile over two periods."""
+def measure(proc: subprocess.Popen[bytes], url: str, n: int, sync: int, profile: Path | None = None) -> Run:
+    """After the first full round: reconciles, latency, CPU per reconcile over two periods.
+    With ``profile``, py-spy samples the process over that window (without pausing it) into
+    that file, as collapsed stacks (``--profile`` in the options)."""
     wait_until(lambda: histogram(scrape(url))[0] >= n, timeout=300 + n * 0.2, what="the first full round")
     before_text, cpu0, t_start = scrape(url), cpu_seconds(proc.pid), time.monotonic()
+    spy = None
+    if profile is not None:
+        spy = subprocess.Popen(
+            ["py-spy", "record", "--nonblocking", "-r", "200", "-f", "raw", "-p", str(proc.pid),
+             "-d", str(sync * 2), "-o", str(profile)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
     time.sleep(sync * 2)
+    if spy is not None:
+        spy.wait(timeout=60)
     after_text, cpu1, elapsed = scrape(url), cpu_seconds(proc.pid), time.monotonic() - t_start
     (c0, b0), (c1, b1) = histogram(before_text), histogram(after_text)
     count = c1 - c0
@@ -227,6 +251,12 @@ def main() -> int:
     ap.add_argument("--sizes", default="100,1000,2000", help="comma-separated numbers of HPAs")
     ap.add_argument("--pods", type=int, default=10, help="kwok pods per Deployment")
     ap.add_argument("--sync-period", type=int, default=15)
+    ap.add_argument(
+        "--profile",
+        type=Path,
+        help="sample promhpa's controller with py-spy during each measuring window into PROFILE-N.txt "
+        "(collapsed stacks; py-spy must be on PATH)",
+    )
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="promhpa-bench-controller-"))
     cluster = localcluster.Cluster(work / "cluster")
@@ -248,7 +278,7 @@ def main() -> int:
         cluster.kubectl("create", "namespace", NS)
         done = 0
         for n in sorted(int(x) for x in a.sizes.split(",")):
-            rows.append(run_size(cluster, exporter, n, done, a.pods, a.sync_period, work))
+            rows.append(run_size(cluster, exporter, n, done, a.pods, a.sync_period, work, a.profile))
             print(rows[-1], flush=True)
             done = n
     finally:
