@@ -23,7 +23,7 @@ import structlog
 from shared.selectors import Selector
 
 from .client import Kube
-from .errors import Forbidden, KubeError, Unauthorized
+from .errors import Forbidden, Gone, KubeError, Unauthorized
 
 log = structlog.get_logger("informer")
 Key = tuple[str, str]  # (namespace, name)
@@ -62,6 +62,10 @@ class Informer:
     indexers: dict[str, IndexFunc] = field(default_factory=default_indexers)
     _indexes: dict[str, dict[Hashable, set[Key]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # objects per LIST page (client-go's reflector pages by 500): each page is shrunk by
+    # ``transform`` before the next is read, so the peak memory of a relist is one page of
+    # whole objects instead of the whole list (20,000 pods: ~10 KB of JSON each)
+    page_size: int = 500
 
     def start(self) -> Informer:
         threading.Thread(target=self._run, name=f"informer{self.path}", daemon=True).start()
@@ -110,6 +114,28 @@ class Informer:
             return objs
         return [o for o in objs if selector.matches(o["metadata"].get("labels") or {})]
 
+    def _list(self, query: list[tuple[str, str]]) -> tuple[dict[Key, dict[str, Any]], str]:
+        """Every object (shrunk) and the list's resourceVersion, a page at a time. A continue
+        token that expired between pages (410) restarts the list in one piece, as client-go
+        does; the pages of one list are one consistent snapshot."""
+        fresh: dict[Key, dict[str, Any]] = {}
+        token = ""
+        while True:
+            paging = [("limit", str(self.page_size))] + ([("continue", token)] if token else [])
+            try:
+                page = self.kube.get_sync(self.path, [*query, *paging])
+            except Gone:
+                if not token:
+                    raise
+                fresh.clear()
+                page, token = self.kube.get_sync(self.path, query), ""
+            for o in page.get("items", []):
+                fresh[(o["metadata"].get("namespace", ""), o["metadata"]["name"])] = self._shrink(o)
+            meta = page["metadata"]
+            token = meta.get("continue", "")
+            if not token:
+                return fresh, str(meta["resourceVersion"])
+
     def _shrink(self, obj: dict[str, Any]) -> dict[str, Any]:
         return self.transform(obj) if self.transform is not None and "metadata" in obj else obj
 
@@ -139,11 +165,7 @@ class Informer:
         query = [("labelSelector", self.label_selector)] if self.label_selector else []
         while not self.stopped.is_set():
             try:
-                listing = self.kube.get_sync(self.path, query)
-                fresh = {
-                    (o["metadata"].get("namespace", ""), o["metadata"]["name"]): self._shrink(o)
-                    for o in listing.get("items", [])
-                }
+                fresh, rv = self._list(query)
                 gone = [self.objects[k] for k in self.objects.keys() - fresh.keys()]
                 indexes: dict[str, dict[Hashable, set[Key]]] = {}
                 for k, o in fresh.items():
@@ -155,7 +177,6 @@ class Informer:
                     self._notify("DELETED", obj)
                 for obj in fresh.values():
                     self._notify("ADDED", obj)
-                rv = listing["metadata"]["resourceVersion"]
                 self.synced.set()
                 self.error = ""
                 backoff = 0.5

@@ -98,3 +98,38 @@ def test_select_across_namespaces_and_by_named_index(cluster: Cluster) -> None:
         assert names(informer.by_index("label", ("idx-b", "home", "idx-b"))) == ["cfg"]
     finally:
         informer.stop()
+
+
+def test_a_list_is_read_a_page_at_a_time_and_the_watch_follows_it(cluster: Cluster) -> None:
+    ns = "informer-pages"
+    cluster.kubectl("create", "namespace", ns, check=False)
+    maps = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"m{i}", "namespace": ns}}
+        for i in range(7)
+    ]
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": maps}))
+    kube = Kube(load(str(cluster.kubeconfig)))
+    asked: list[list[tuple[str, str]]] = []
+    real_get = kube.get_sync
+
+    def recording_get(path: str, query: list[tuple[str, str]] | None = None) -> object:
+        asked.append(list(query or []))
+        return real_get(path, query)
+
+    kube.get_sync = recording_get  # type: ignore[method-assign]  # the real call, recorded
+    informer = Informer(kube, f"/api/v1/namespaces/{ns}/configmaps", page_size=3)
+    informer.start()
+    try:
+        assert informer.synced.wait(30)
+        cached = {k[1] for k in informer.objects}
+        assert {f"m{i}" for i in range(7)} <= cached  # plus kube-root-ca.crt: 8 in 3 pages
+        assert len(asked) == 3
+        assert all(("limit", "3") in q for q in asked)
+        assert [any(k == "continue" for k, _ in q) for q in asked] == [False, True, True]
+        cluster.kubectl("-n", ns, "create", "configmap", "after-the-list")
+        wait_until(
+            lambda: (ns, "after-the-list") in informer.objects, what="the watch from the list's version"
+        )
+    finally:
+        informer.stop()
+        cluster.kubectl("delete", "namespace", ns, "--wait=false")
