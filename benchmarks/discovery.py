@@ -24,18 +24,16 @@ import json
 import ssl
 import statistics
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-import localcluster
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
-from localcluster.tools import Binaries, cache_bin, wait_until
+from localcluster.tools import wait_until
 
-from .side_by_side import Served, client_context, commands, cpu_seconds, spawn, stop
+from .side_by_side import Served, client_context, commands, cpu_seconds, setup, spawn, stop
 
 RULES = """
 rules:
@@ -119,12 +117,10 @@ def main() -> int:
         "--relist-window", type=float, default=30.0, help="seconds over which relists are measured"
     )
     a = ap.parse_args()
-    if not Path(Binaries(cache_bin()).prometheus_adapter).exists():
-        print("prometheus-adapter is not built: run `hack/build-tools.sh bench` (make bench-discovery does)")
+    ready = setup("promhpa-discovery-", "bench-discovery")
+    if ready is None:
         return 2
-    work = Path(tempfile.mkdtemp(prefix="promhpa-discovery-"))
-    cluster = localcluster.Cluster(work / "cluster")
-    exporter = Exporter()
+    work, cluster, exporter = ready
     prom: PrometheusProcess | None = None
     got: dict[str, list[Discovery]] = {"promhpa": [], "prometheus-adapter": []}
     try:

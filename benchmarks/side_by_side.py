@@ -42,6 +42,7 @@ from adapter.queries import ObjectQuery, container_query, custom_query, external
 from adapter.tls import self_signed
 from localcluster.manifests import adapter_manifests
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
+from localcluster.promhpa import stop_process
 from localcluster.tools import ROOT, Binaries, cache_bin, free_port, wait_until
 from shared.selectors import parse as parse_selector
 
@@ -300,12 +301,17 @@ def spawn(name: str, argv: list[str], port: int, work: Path) -> Served:
 
 
 def stop(served: Served) -> None:
-    served.proc.terminate()
-    try:
-        served.proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        served.proc.kill()
-        served.proc.wait()
+    stop_process(served.proc)
+
+
+def setup(prefix: str, target: str) -> tuple[Path, localcluster.Cluster, Exporter] | None:
+    """A work directory, a (not yet started) cluster and an exporter, or None after saying
+    that prometheus-adapter must be built first (``make TARGET`` does it)."""
+    if not Path(Binaries(cache_bin()).prometheus_adapter).exists():
+        print(f"prometheus-adapter is not built: run `hack/build-tools.sh bench` (make {target} does)")
+        return None
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    return work, localcluster.Cluster(work / "cluster"), Exporter()
 
 
 def start_both(
@@ -427,12 +433,10 @@ def main() -> int:
     ap.add_argument("--promhpa-flag", action="append", default=[], help="an extra flag for promhpa's adapter")
     ap.add_argument("--no-aggregator", action="store_true", help="skip the through-the-aggregator rows")
     a = ap.parse_args()
-    if not Path(Binaries(cache_bin()).prometheus_adapter).exists():
-        print("prometheus-adapter is not built: run `hack/build-tools.sh bench` (make bench-adapter does)")
+    ready = setup("promhpa-side-by-side-", "bench-adapter")
+    if ready is None:
         return 2
-    work = Path(tempfile.mkdtemp(prefix="promhpa-side-by-side-"))
-    cluster = localcluster.Cluster(work / "cluster")
-    exporter = Exporter()
+    work, cluster, exporter = ready
     prom: PrometheusProcess | None = None
     adapters: list[Served] = []
     rows = [

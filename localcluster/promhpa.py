@@ -93,12 +93,7 @@ def start_adapter(
 
 def stop_adapter(a: AdapterProcess) -> None:
     if a.proc.poll() is None:
-        a.proc.terminate()
-        try:
-            a.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            a.proc.kill()
-            a.proc.wait()
+        stop_process(a.proc, timeout=10)
 
 
 def register_and_start_adapter(
