@@ -19,7 +19,9 @@ carry the same values, but are shown, not compared). Time is an input too: the w
 rate-limit policies and stabilization close at the owner's moments, not ours, and our
 recommendations are dated up to a period apart from its own; so a decision of ours that
 differs is decided again (the same pure engine, the same snapshot) at the owner's moment
-and up to one sync period either side of it, and agrees if any of those equals the owner's.
+and up to one sync period either side of it -- and, since the owner lists pods at its own
+moment too, once more with our pods' readiness as our next reconcile saw it -- and agrees if
+any of those equals the owner's.
 A difference that outlives one sync period is never explained away. It is a difference if
 it equals none;
 with no pair of equal inputs it is counted as not comparable. An owner that writes nothing
@@ -193,21 +195,53 @@ class Shadow:
                 downs = store_scale_event(downs, behavior.scale_down, -r.change, r.at)
         return History(history.recommendations, ups, downs)
 
+    def _moments(self, snap: Snapshot, at: datetime, later: Snapshot | None) -> list[tuple[str, Snapshot]]:
+        """Our snapshot as the owner may have seen it: at its moment and up to a sync period
+        either side, and -- the owner lists pods at its own moment too -- with our pods'
+        readiness as our next reconcile saw it (the same pods; one the owner has just
+        created is not in our snapshot's scale either)."""
+        p = timedelta(seconds=self.period)
+        shifts = (timedelta(0), p / 2, p, -p / 2, -p)
+        out = [(f"{s.total_seconds():+g}s", replace(snap, now=at + s)) for s in shifts]
+        if later is not None and later is not snap:
+            names = {pod.name for pod in snap.pods}
+            pods = tuple(pod for pod in later.pods if pod.name in names)
+            if pods != snap.pods:
+                out += [
+                    (f"{s.total_seconds():+g}s, pods as seen later", replace(snap, now=at + s, pods=pods))
+                    for s in shifts
+                ]
+        return out
+
     def _agrees(
-        self, ours: tuple[datetime, dict[str, Any], Snapshot | None], owner: dict[str, Any], at: datetime
+        self,
+        ours: tuple[datetime, dict[str, Any], Snapshot | None],
+        owner: dict[str, Any],
+        at: datetime,
+        later: Snapshot | None = None,
     ) -> bool:
-        """Our decision equals the owner's, or would have at a moment within a sync period of
-        the owner's (``at``), decided again from the same snapshot."""
+        """Our decision equals the owner's, or would have as the owner saw our snapshot
+        (``_moments``), decided again by the same pure engine."""
         _, status, snap = ours
         if not differences(status, owner):
             return True
         if snap is None:
             return False
-        p = timedelta(seconds=self.period)
-        for shift in (timedelta(0), p / 2, p, -p / 2, -p):
-            if not differences(decide(replace(snap, now=at + shift)).status, owner):
-                return True
-        return False
+        return any(not differences(decide(s).status, owner) for _, s in self._moments(snap, at, later))
+
+    def _redecided(
+        self,
+        ours: tuple[datetime, dict[str, Any], Snapshot | None],
+        owner: dict[str, Any],
+        at: datetime,
+        later: Snapshot | None = None,
+    ) -> list[str]:
+        """What still differed at each moment ``_agrees`` tried (for the warning: enough to
+        tell a timing difference from a decision difference without the live process)."""
+        snap = ours[2]
+        if snap is None:
+            return []
+        return [f"{m}: {differences(decide(s).status, owner)}" for m, s in self._moments(snap, at, later)]
 
     def compare(
         self,
@@ -233,7 +267,7 @@ class Shadow:
             if not same:
                 self.paired["not_comparable"] += 1
                 continue
-            if any(self._agrees(d, owner, at) for d in same):
+            if any(self._agrees(d, owner, at, snapshot) for d in same):
                 self.paired["agree"] += 1
                 agreed = True
                 continue
@@ -243,10 +277,11 @@ class Shadow:
             log.warning(
                 "shadow decision differs from the owner's",
                 hpa=f"{key[0]}/{key[1]}",
-                owner_at=format_time(at),
-                ours_at=format_time(closest[0]),
+                owner_at=at.isoformat(),
+                ours_at=closest[0].isoformat(),
                 differences=real,
                 inputs=str(inputs(owner)),
+                redecided=self._redecided(closest, owner, at, snapshot),
             )
         quiet = 0 if writes else (previous.quiet + 1 if previous else 1)
         shown = differences(status, owner_status) if owner_status.get("conditions") else []

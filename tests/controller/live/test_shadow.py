@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from controller.engine import decide, parse_snapshot
 from controller.engine.model import Behavior, History, ScaleEvent, ScalingPolicy, ScalingRules
 from controller.live.reconciler import dry_run_event
 from controller.live.shadow import Shadow, differences
+from shared.durations import format_time
 
 T0 = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
 KEY = ("ns", "web")
@@ -192,3 +194,91 @@ def test_a_rescale_seen_after_the_snapshot_clock_waits_for_the_next_reconcile() 
     assert sh.follow_owner(KEY, History(), BEHAVIOR, snapshot_clock) == History()
     later = sh.follow_owner(KEY, History(), BEHAVIOR, T0 + timedelta(seconds=15))
     assert [e.replica_change for e in later.scale_up_events] == [1]
+
+
+def object_snapshot(ready: int, replicas: int = 5, at: datetime = T0) -> Any:
+    """An Object (Value 100) HPA at 150 on ``replicas`` pods of which ``ready`` are ready."""
+    when = T0 - timedelta(minutes=10)
+
+    def pod(i: int) -> dict[str, Any]:
+        ok = i < ready
+        started = when if ok else T0 - timedelta(seconds=1)
+        return {
+            "metadata": {"name": f"web-{i}", "namespace": "ns", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c"}]},
+            "status": {
+                "phase": "Running",
+                "startTime": format_time(started),
+                "conditions": [
+                    {"type": "Ready", "status": str(ok), "lastTransitionTime": format_time(started)}
+                ],
+            },
+        }
+
+    service = {"apiVersion": "v1", "kind": "Service", "name": "frontend"}
+    return parse_snapshot(
+        {
+            "now": format_time(at),
+            "hpa": {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "web", "namespace": "ns"},
+                "spec": {
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "minReplicas": 1,
+                    "maxReplicas": 6,
+                    "metrics": [
+                        {
+                            "type": "Object",
+                            "object": {
+                                "describedObject": service,
+                                "metric": {"name": "rps"},
+                                "target": {"type": "Value", "value": "100"},
+                            },
+                        }
+                    ],
+                },
+                "status": {"currentReplicas": replicas, "desiredReplicas": replicas},
+            },
+            "scale": {
+                "spec": {"replicas": replicas},
+                "status": {"replicas": replicas, "selector": "app=web"},
+            },
+            "pods": [pod(i) for i in range(replicas)],
+            "customMetrics": [
+                {
+                    "describedObject": service,
+                    "metric": {"name": "rps"},
+                    "timestamp": format_time(at),
+                    "value": "150",
+                }
+            ],
+            "history": {"recommendations": [], "scaleUpEvents": [], "scaleDownEvents": []},
+        }
+    )
+
+
+def test_the_owner_seeing_new_pods_ready_before_we_did_is_not_a_difference() -> None:
+    # we saw 3 of 5 pods ready (ceil(1.5 x 3) = 5: hold); the owner, listing pods a moment
+    # later, saw all 5 (ceil(1.5 x 5) = 8, capped at 6) -- the same engine on its pods
+    ours = object_snapshot(ready=3)
+    owner = decide(object_snapshot(ready=5)).status
+    assert decide(ours).status["desiredReplicas"] == 5
+    assert owner["desiredReplicas"] == 6
+    sh = Shadow(period=2)
+    sh.compare(KEY, decide(ours).status, {}, T0, ours)
+    owner_writes(sh, owner, T0 + timedelta(seconds=1))
+    later = object_snapshot(ready=5, replicas=5, at=T0 + timedelta(seconds=2))
+    sh.compare(KEY, decide(later).status, owner, T0 + timedelta(seconds=2), later)
+    assert sh.paired == {"agree": 1, "differ": 0, "not_comparable": 0}
+
+
+def test_an_owner_decision_no_readiness_of_ours_explains_is_still_a_difference() -> None:
+    ours = object_snapshot(ready=3)
+    owner = decide(object_snapshot(ready=5)).status
+    sh = Shadow(period=2)
+    sh.compare(KEY, decide(ours).status, {}, T0, ours)
+    owner_writes(sh, owner, T0 + timedelta(seconds=1))
+    later = object_snapshot(ready=3, replicas=5, at=T0 + timedelta(seconds=2))  # still 3 ready
+    sh.compare(KEY, decide(later).status, owner, T0 + timedelta(seconds=2), later)
+    assert sh.paired["differ"] == 1
