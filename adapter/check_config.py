@@ -44,11 +44,9 @@ def _resource_errors(path: str, rule: Rule, served: dict[str, set[str]] | None) 
             names = sorted({n for g in groups for n in served.get(g, ())})
             if gr.resource in names:
                 continue
-            if gr.group and gr.group not in served:
-                where, otherwise = f" in group {gr.group!r}", ": the cluster serves no such API group"
-            else:
-                where = f" in group {gr.group!r}" if gr.group else ""
-                otherwise = ": the cluster serves no such resource"
+            where = f" in group {gr.group!r}" if gr.group else ""
+            missing = "API group" if gr.group and gr.group not in served else "resource"
+            otherwise = f": the cluster serves no such {missing}"
         hint = difflib.get_close_matches(gr.resource, names, n=1)
         out.append(
             f"{path}: {rule.kind}[{rule.index}].resources.overrides.{label}: unknown resource "
@@ -102,14 +100,13 @@ async def validate(
         return v
     rules = config.rules + config.external_rules
     v.errors += [err for rule in rules for err in _resource_errors(source, rule, served)]
-    grouped = served is None and any(gr.group for r in rules for gr in r.resources.overrides.values())
-    if grouped:
-        v.skipped.append("custom resources against the cluster's discovery")
-        v.report.append(f"  skipped (no --kubeconfig): {v.skipped[-1]}")
     v.report.append(
         f"{source}: {len(config.rules)} custom rule(s), {len(config.external_rules)} external rule(s), "
         f"resource rules {'present' if config.resource_rules else 'absent'}"
     )
+    if served is None and any(gr.group for r in rules for gr in r.resources.overrides.values()):
+        v.skipped.append("custom resources against the cluster's discovery")
+        v.report.append(f"  skipped (no --kubeconfig): {v.skipped[-1]}")
     if prom is None:
         v.report.append("  checked: syntax, keys, regular expressions, template fields, resources")
         v.skipped.append("series discovery, and Prometheus parsing each query")

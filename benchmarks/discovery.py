@@ -87,10 +87,8 @@ def measure(
                 raise RuntimeError(f"{name} did not list {last} within 600 s")
             time.sleep(0.05)
         first, cpu, rss = time.monotonic() - started, cpu_seconds(a.pid), rss_mib(a.pid)
-        c0 = cpu_seconds(a.pid)
         time.sleep(window)
-        relists = window / RELIST
-        return Discovery(first, cpu, rss, (cpu_seconds(a.pid) - c0) / relists)
+        return Discovery(first, cpu, rss, (cpu_seconds(a.pid) - cpu) / (window / RELIST))
     finally:
         stop(a)
 

@@ -116,7 +116,7 @@ def served_resources(kube: Kube) -> tuple[dict[str, set[str]], list[str]]:
     """
     served: dict[str, set[str]] = {}
     failed: list[str] = []
-    versions = [("", f"v{v.removeprefix('v')}") for v in kube.get_sync("/api").get("versions", ["v1"])]
+    versions = [("", v) for v in kube.get_sync("/api").get("versions", ["v1"])]
     for g in kube.get_sync("/apis").get("groups", []):
         versions += [(g["name"], v["version"]) for v in g.get("versions", [])]
     for group, version in versions:
