@@ -258,7 +258,9 @@ class Options:
 async def run(opts: Options) -> int:
     from shared.kube.client import load
 
-    lease_kube = Kube(load(opts.kubeconfig))
+    # scale, metrics and status calls from the event loop (shared.kube.http): the threaded
+    # client's transport was most of a reconcile's CPU
+    lease_kube = Kube(load(opts.kubeconfig)).on_loop()
     elector: LeaderElector | None = None
     kube = lease_kube
     if opts.leader_elect:
@@ -387,6 +389,7 @@ async def run(opts: Options) -> int:
                     await stop.wait()
             if stop.is_set():
                 await runner.cleanup()
+                await lease_kube.aclose()
                 return 0
         log.info(
             "became leader", lease=f"{opts.lease_namespace}/{opts.lease_name}", identity=elector.identity
@@ -455,4 +458,5 @@ async def run(opts: Options) -> int:
         hpas.stop()
         pods.stop()
         await runner.cleanup()
+        await lease_kube.aclose()
     return 0

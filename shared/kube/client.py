@@ -26,6 +26,7 @@ from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from shared.version import promhpa_version
 
 from .errors import KubeError, Timeout, from_status
+from .http import AsyncHTTP, unsupported
 
 # Kubernetes calls get threads of their own: asyncio's default pool is min(32, cores + 4) --
 # 6 threads on two cores -- shared with every other blocking call, so five controller
@@ -61,9 +62,22 @@ def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
 @dataclass
 class Kube:
     api: kubernetes.client.ApiClient
-    # called in the worker thread right before every write leaves this process; raising
-    # refuses the write (the controller's "still the leader?" check)
+    # called right before every write leaves this process; raising refuses the write (the
+    # controller's "still the leader?" check)
     write_guard: Callable[[], None] | None = None
+    # the async calls' transport when set (``on_loop``); else the client's, in a thread
+    http: AsyncHTTP | None = None
+
+    def on_loop(self) -> Kube:
+        """The same client with its async calls sent from the event loop (``http``), where
+        the configuration allows it; the owner calls ``aclose`` before its loop ends."""
+        if self.http is not None or unsupported(self.api.configuration) is not None:
+            return self
+        return replace(self, http=AsyncHTTP(self.api.configuration, self.api.user_agent))
+
+    async def aclose(self) -> None:
+        if self.http is not None:
+            await self.http.close()
 
     def guarded(self, guard: Callable[[], None]) -> Kube:
         """The same client, refusing every write for which ``guard`` raises."""
@@ -117,14 +131,28 @@ class Kube:
     def get_sync(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
         return self._call("GET", path, query=query)
 
+    async def _async(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: list[tuple[str, str]] | None = None,
+        timeout: float = 30,
+    ) -> Any:
+        if self.http is None:
+            return await _off_loop(self._call, method, path, body, query, timeout)
+        if method != "GET" and self.write_guard is not None:
+            self.write_guard()
+        return await self.http.request(method, path, body, query, timeout)
+
     async def get(self, path: str, query: list[tuple[str, str]] | None = None, timeout: float = 30) -> Any:
-        return await _off_loop(self._call, "GET", path, None, query, timeout)
+        return await self._async("GET", path, None, query, timeout)
 
     async def post(self, path: str, body: Any) -> Any:
-        return await _off_loop(self._call, "POST", path, body)
+        return await self._async("POST", path, body)
 
     async def put(self, path: str, body: Any) -> Any:
-        return await _off_loop(self._call, "PUT", path, body)
+        return await self._async("PUT", path, body)
 
     def watch_sync(
         self,

@@ -1,0 +1,243 @@
+"""Kubernetes calls from the event loop (shared.kube.http) against the real kube-apiserver:
+the same answers and typed errors as the client's own transport, the same identity (client
+certificate or bearer token, a rotated token seen on the next call), the write guard, and
+a deadline that holds against a server that never answers."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import kubernetes
+import pytest
+
+from localcluster import Cluster, service_account_kubeconfig
+from shared.kube.client import Kube, load
+from shared.kube.errors import Conflict, Forbidden, KubeError, NotFound, Timeout
+from shared.kube.http import AsyncHTTP, unsupported
+
+NS = "kube-http"
+
+
+def configmap(name: str, value: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": NS},
+        "data": {"k": value},
+    }
+
+
+CM_PATH = f"/api/v1/namespaces/{NS}/configmaps"
+
+
+@pytest.fixture(scope="module")
+def namespace(cluster: Cluster) -> str:
+    cluster.kubectl("create", "namespace", NS, check=False)
+    cluster.kubectl("-n", NS, "create", "serviceaccount", "reader", check=False)
+    cluster.kubectl("-n", NS, "create", "serviceaccount", "other", check=False)
+    return NS
+
+
+async def both(kube: Kube, path: str) -> tuple[object, object]:
+    fast = kube.on_loop()
+    try:
+        return await fast.get(path), await kube.get(path)
+    finally:
+        await fast.aclose()
+
+
+def test_get_answers_equal_the_client_transport(cluster: Cluster, namespace: str) -> None:
+    kube = Kube(load(str(cluster.kubeconfig)))
+    assert kube.on_loop().http is not None
+    cluster.kubectl("-n", NS, "create", "configmap", "same", "--from-literal=k=v", check=False)
+    on_loop, threaded = asyncio.run(both(kube, f"{CM_PATH}/same"))
+    assert on_loop == threaded
+    assert on_loop["data"] == {"k": "v"}  # type: ignore[index]
+
+
+def test_writes_and_typed_errors(cluster: Cluster, namespace: str) -> None:
+    async def go() -> None:
+        kube = Kube(load(str(cluster.kubeconfig))).on_loop()
+        try:
+            created = await kube.post(CM_PATH, configmap("written", "1"))
+            assert created["metadata"]["resourceVersion"]
+            with pytest.raises(Conflict) as conflict:  # AlreadyExists is a 409
+                await kube.post(CM_PATH, configmap("written", "1"))
+            assert conflict.value.reason == "AlreadyExists"
+            updated = await kube.put(f"{CM_PATH}/written", {**created, "data": {"k": "2"}})
+            assert updated["data"] == {"k": "2"}
+            with pytest.raises(Conflict):  # a stale resourceVersion
+                await kube.put(f"{CM_PATH}/written", {**created, "data": {"k": "3"}})
+            with pytest.raises(NotFound) as missing:
+                await kube.get(f"{CM_PATH}/no-such")
+            assert missing.value.message == 'configmaps "no-such" not found'
+            assert missing.value.request == f"GET {CM_PATH}/no-such"
+            listed = await kube.get(CM_PATH, [("fieldSelector", "metadata.name=written")])
+            assert [i["metadata"]["name"] for i in listed["items"]] == ["written"]
+        finally:
+            await kube.aclose()
+
+    asyncio.run(go())
+    assert cluster.kubectl("-n", NS, "get", "configmap", "written", "-o", "jsonpath={.data.k}").stdout == "2"
+
+
+def test_bearer_token_identity_is_the_service_account(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    config = service_account_kubeconfig(cluster, NS, "reader", tmp_path / "reader.kubeconfig")
+
+    async def go() -> None:
+        kube = Kube(load(str(config))).on_loop()
+        assert kube.http is not None
+        try:
+            with pytest.raises(Forbidden) as refused:
+                await kube.get(CM_PATH)
+            assert f"system:serviceaccount:{NS}:reader" in refused.value.message
+        finally:
+            await kube.aclose()
+
+    asyncio.run(go())
+
+
+def test_a_rotated_token_is_used_on_the_next_call(cluster: Cluster, namespace: str, tmp_path: Path) -> None:
+    """As the in-cluster loader does, a refresh hook rewrites the token; each call asks for it."""
+    tokens = {
+        sa: cluster.kubectl("-n", NS, "create", "token", sa, "--duration=1h").stdout.strip()
+        for sa in ("reader", "other")
+    }
+    current = {"sa": "reader"}
+    conf = kubernetes.client.Configuration()
+    conf.host = cluster.server
+    conf.ssl_ca_cert = str(cluster.pki / "ca.crt")
+    conf.api_key = {"authorization": tokens["reader"]}
+    conf.api_key_prefix = {"authorization": "Bearer"}
+
+    def refresh(c: kubernetes.client.Configuration) -> None:
+        c.api_key["authorization"] = tokens[current["sa"]]
+
+    conf.refresh_api_key_hook = refresh
+
+    async def who() -> str:
+        with pytest.raises(Forbidden) as refused:
+            await kube.get(CM_PATH)
+        return refused.value.message
+
+    async def go() -> tuple[str, str]:
+        try:
+            first = await who()
+            current["sa"] = "other"
+            return first, await who()
+        finally:
+            await kube.aclose()
+
+    kube = Kube(kubernetes.client.ApiClient(conf)).on_loop()
+    first, second = asyncio.run(go())
+    assert f"serviceaccount:{NS}:reader" in first
+    assert f"serviceaccount:{NS}:other" in second
+
+
+def test_the_write_guard_refuses_before_the_request_leaves(cluster: Cluster, namespace: str) -> None:
+    class RefusedError(Exception):
+        pass
+
+    def refuse() -> None:
+        raise RefusedError("not the leader")
+
+    async def go() -> None:
+        kube = Kube(load(str(cluster.kubeconfig))).on_loop().guarded(refuse)
+        try:
+            await kube.get(f"/api/v1/namespaces/{NS}")  # reads pass
+            with pytest.raises(RefusedError):
+                await kube.post(CM_PATH, configmap("guarded", "1"))
+        finally:
+            await kube.aclose()
+
+    asyncio.run(go())
+    assert cluster.kubectl("-n", NS, "get", "configmap", "guarded", check=False).returncode != 0
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """A real listener on 127.0.0.1 that accepts connections and never answers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    done = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not done.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    done.set()
+    t.join()
+    for s in held:
+        s.close()
+    listener.close()
+
+
+def test_no_answer_is_a_timeout_at_the_deadline(silent_server: str) -> None:
+    conf = kubernetes.client.Configuration()
+    conf.host = silent_server
+    http = AsyncHTTP(conf, "test")
+
+    async def go() -> float:
+        start = time.monotonic()
+        try:
+            with pytest.raises(Timeout) as late:
+                await http.request("GET", "/api/v1/namespaces", timeout=0.5)
+            assert late.value.request == "GET /api/v1/namespaces"
+            return time.monotonic() - start
+        finally:
+            await http.close()
+
+    assert 0.5 <= asyncio.run(go()) < 2
+
+
+def test_a_refused_connection_is_an_error_without_a_status() -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = kubernetes.client.Configuration()
+    conf.host = f"http://127.0.0.1:{port}"
+    http = AsyncHTTP(conf, "test")
+
+    async def go() -> KubeError:
+        try:
+            with pytest.raises(KubeError) as refused:
+                await http.request("GET", "/version")
+            return refused.value
+        finally:
+            await http.close()
+
+    error = asyncio.run(go())
+    assert error.status == 0
+    assert error.request == "GET /version"
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "why"),
+    [
+        ("proxy", "http://127.0.0.1:3128", "an HTTP proxy is configured"),
+        ("tls_server_name", "kubernetes", "a TLS server name is configured"),
+        ("assert_hostname", "kubernetes", "a pinned TLS hostname is configured"),
+    ],
+)
+def test_settings_it_does_not_reproduce_keep_the_client_transport(setting: str, value: str, why: str) -> None:
+    conf = kubernetes.client.Configuration()
+    conf.host = "https://127.0.0.1:6443"
+    setattr(conf, setting, value)
+    assert unsupported(conf) == why
+    assert Kube(kubernetes.client.ApiClient(conf)).on_loop().http is None
