@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import ipaddress
 import re
@@ -327,6 +328,11 @@ def load_rules(path: str | None) -> Config:
 
 
 async def serve(a: argparse.Namespace) -> int:
+    async with contextlib.AsyncExitStack() as closing:  # what serving opened, on every way out
+        return await _serve(a, closing)
+
+
+async def _serve(a: argparse.Namespace, closing: contextlib.AsyncExitStack) -> int:
     level = "debug" if a.v is not None and a.v >= 4 else a.log_level
     configure(json=a.log_format == "json", level=level)
     url = urllib.parse.urlsplit(a.prometheus_url)
@@ -351,10 +357,12 @@ async def serve(a: argparse.Namespace) -> int:
             "authentication and authorization are OFF (--insecure-skip-auth)", bind_address=a.bind_address
         )
         if a.kubeconfig:
-            kube = Kube(load_kube(a.kubeconfig))
+            kube = Kube(load_kube(a.kubeconfig)).on_loop()
+            closing.push_async_callback(kube.aclose)
     else:
         try:
-            kube = Kube(load_kube(a.kubeconfig))
+            kube = Kube(load_kube(a.kubeconfig)).on_loop()  # reviews from the event loop
+            closing.push_async_callback(kube.aclose)
             requestheader = await load_requestheader_config(kube)
         except (KubeError, OSError, ValueError) as e:
             log.error("cannot set up delegated authentication", error=str(e))

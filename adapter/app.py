@@ -246,7 +246,13 @@ def build_app(
 
     async def prometheus_http(_: web.Application) -> AsyncIterator[None]:
         """The hot path's HTTP session to every backend, for as long as the app serves."""
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        # no gzip: answers cross loopback or a cluster network, where compressing them costs
+        # Prometheus (and us) more CPU than the bytes cost; no cookies to keep
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0),
+            cookie_jar=aiohttp.DummyCookieJar(),
+            skip_auto_headers=("Accept-Encoding",),
+        ) as session:
             registry.backends.attach(session)
             yield
             registry.backends.attach(None)

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import ssl
 import subprocess
 import sys
@@ -213,6 +214,12 @@ class Run:
     rss: float
 
 
+def py_spy() -> str:
+    """py-spy from PATH or beside this interpreter (a virtualenv's bin, not on PATH under make)."""
+    beside = Path(sys.executable).with_name("py-spy")
+    return shutil.which("py-spy") or (str(beside) if beside.exists() else "")
+
+
 def measure(proc: subprocess.Popen[bytes], url: str, n: int, sync: int, profile: Path | None = None) -> Run:
     """After the first full round: reconciles, latency, CPU per reconcile over two periods.
     With ``profile``, py-spy samples the process over that window (without pausing it) into
@@ -222,7 +229,7 @@ def measure(proc: subprocess.Popen[bytes], url: str, n: int, sync: int, profile:
     spy = None
     if profile is not None:
         spy = subprocess.Popen(
-            ["py-spy", "record", "--nonblocking", "-r", "200", "-f", "raw", "-p", str(proc.pid),
+            [py_spy(), "record", "--nonblocking", "-r", "200", "-f", "raw", "-p", str(proc.pid),
              "-d", str(sync * 2), "-o", str(profile)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
@@ -255,9 +262,12 @@ def main() -> int:
         "--profile",
         type=Path,
         help="sample promhpa's controller with py-spy during each measuring window into PROFILE-N.txt "
-        "(collapsed stacks; py-spy must be on PATH)",
+        "(collapsed stacks; py-spy comes with the dev extras: make venv)",
     )
     a = ap.parse_args()
+    if a.profile is not None and not py_spy():
+        print("--profile needs py-spy: `make venv` installs it (or pip install py-spy)", file=sys.stderr)
+        return 2
     work = Path(tempfile.mkdtemp(prefix="promhpa-bench-controller-"))
     cluster = localcluster.Cluster(work / "cluster")
     exporter = Exporter()

@@ -17,7 +17,7 @@ as upstream's kube-controller-manager would make it, computed from plain data: n
 The live controller assembles a snapshot from the cluster and calls the same ``decide``.
 """
 
-from .parse import SnapshotError, parse_snapshot
+from .parse import PodMemo, SnapshotError, parse_snapshot
 from .reconcile import Decision, decide
 
-__all__ = ["Decision", "SnapshotError", "decide", "parse_snapshot"]
+__all__ = ["Decision", "PodMemo", "SnapshotError", "decide", "parse_snapshot"]

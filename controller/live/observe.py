@@ -49,9 +49,11 @@ class Observer:
     async def _scale(self, hpa: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, str | None]:
         ref = hpa.get("spec", {}).get("scaleTargetRef") or {}
         try:
-            mapping = await asyncio.to_thread(
-                self.mapper.mapping, ref.get("apiVersion", ""), ref.get("kind", "")
-            )
+            api_version, kind = ref.get("apiVersion", ""), ref.get("kind", "")
+            # discovery (a thread) only the first time a kind is seen, not every reconcile
+            mapping = self.mapper.cached_mapping(api_version, kind)
+            if mapping is None:
+                mapping = await asyncio.to_thread(self.mapper.mapping, api_version, kind)
             path = mapping.scale_path(hpa["metadata"]["namespace"], ref.get("name", ""))
             return await self.kube.get(path), None, path
         except KubeError as e:

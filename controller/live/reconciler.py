@@ -19,7 +19,7 @@ import structlog
 from cachetools import TTLCache
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from controller.engine import Decision, decide, parse_snapshot
+from controller.engine import Decision, PodMemo, decide, parse_snapshot
 from controller.engine.model import History, Settings, Snapshot
 from shared.kube.client import Kube
 from shared.kube.discovery import RESTMapper
@@ -102,6 +102,7 @@ class Reconciler:
 
     def __post_init__(self) -> None:
         self._warned: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=300)
+        self._pods = PodMemo()  # the informer's pod objects, each parsed once per change
         self.observer = Observer(
             self.kube,
             self.mapper,
@@ -130,7 +131,7 @@ class Reconciler:
             return None
         start = time.monotonic()
         snap, hpa, scale_path = await self.snapshot(namespace, name)
-        parsed = parse_snapshot(snap)
+        parsed = parse_snapshot(snap, self._pods)
         if self.dry_run:  # the owner's rescales, not ours, count against its rate limits
             history = self.shadow.follow_owner(key, parsed.history, parsed.behavior, parsed.now)
             parsed = replace(parsed, history=history)
@@ -144,7 +145,7 @@ class Reconciler:
                 await self.kube.put(scale_path, scale)
             except KubeError as e:
                 snap["scaleUpdateError"] = e.message
-                decision = decide(parse_snapshot(snap))
+                decision = decide(parse_snapshot(snap, self._pods))
         if self.dry_run:  # our recommendations, the owner's scale events
             self.memory[key] = replace(
                 decision.history,

@@ -51,6 +51,15 @@ class RESTMapper:
                         group, version, r["name"], r["namespaced"]
                     )
 
+    def cached_mapping(self, api_version: str, kind: str) -> Mapping | None:
+        """The scalable resource already discovered, without I/O (None: ask ``mapping``)."""
+        try:
+            gv = GroupVersion.parse(api_version)
+        except GroupVersionError:
+            return None
+        with self._lock:
+            return self._cache.get((gv.group, gv.version, kind))
+
     def mapping(self, api_version: str, kind: str) -> Mapping:
         """The scalable resource for apiVersion+kind; NotFound naming both if there is none."""
         gv = _group_version(api_version)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.engine import decide, parse_snapshot
+from controller.engine import PodMemo, decide, parse_snapshot
 from tests.conftest import CONFORMANCE
 
 CASES = sorted((CONFORMANCE / "hpa").rglob("*.yaml")) if (CONFORMANCE / "hpa").is_dir() else []
@@ -56,3 +56,19 @@ def test_conformance_runner_reports_zero_failures(conformance_dir: Path) -> None
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1].endswith(" 0 failed")
+
+
+_MEMO = PodMemo()  # shared by every case, as one controller's reconciles share it
+
+
+@pytest.mark.conformance
+@pytest.mark.skipif(not CASES, reason="no conformance cases found (../shared/conformance/hpa)")
+@pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_pods_parsed_once_decide_as_pods_parsed_each_time(case: Path) -> None:
+    """The live controller's memo of parsed pods (hit on the second reconcile) changes nothing."""
+    data: dict[str, Any] = yaml.safe_load(case.read_text())
+    plain = decide(parse_snapshot(data)).to_wire()
+    first = decide(parse_snapshot(data, _MEMO)).to_wire()
+    again = decide(parse_snapshot(data, _MEMO)).to_wire()
+    assert first == plain
+    assert again == plain

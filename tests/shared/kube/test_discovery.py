@@ -37,3 +37,11 @@ def test_preferred_version_of_a_served_group(cluster: Cluster) -> None:
 
 def test_plural_of_a_kind_the_table_does_not_know(cluster: Cluster) -> None:
     assert mapper(cluster).resource_for("rbac.authorization.k8s.io/v1", "ClusterRole") == "clusterroles"
+
+
+def test_a_discovered_mapping_is_then_known_without_io(cluster: Cluster) -> None:
+    m = mapper(cluster)
+    assert m.cached_mapping("apps/v1", "StatefulSet") is None
+    found = m.mapping("apps/v1", "StatefulSet")
+    assert m.cached_mapping("apps/v1", "StatefulSet") == found
+    assert m.cached_mapping("not a version//", "StatefulSet") is None
