@@ -86,8 +86,10 @@ bench-discovery: venv cluster-tools
 
 # N HPAs (100, 1,000, 2,000) with 10 kwok pods each on the local control plane, reconciled by
 # promhpa and then by kube-controller-manager's HPA controller alone; prints both and ratios.
+# Then one Kubernetes GET through each of Kube's transports (threads vs the event loop).
 bench-controller: venv cluster-tools
 	$(BIN)/python -m benchmarks.bench_controller
+	$(BIN)/python -m benchmarks.kube_transport
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info
