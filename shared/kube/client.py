@@ -4,8 +4,9 @@ One small surface -- ``get``, ``post``, ``put``, ``watch`` on raw paths -- over 
 official client's ``ApiClient`` (authentication, TLS and kubeconfig/in-cluster loading are
 the client's). Callers work with plain dicts in the wire format. Lists and watches run in
 worker threads; the async ``get``/``post``/``put`` do too, unless ``on_loop`` gave the
-client an ``http`` transport (``shared.kube.http``), which sends them from the event loop. Failures are typed errors built from the server's ``Status``
-(``errors``); the client's own retries are off, so a timeout means what it says.
+client an ``http`` transport (``shared.kube.http``), which sends them from the event loop.
+Failures are typed errors built from the server's ``Status`` (``errors``); the client's
+own retries are off, so a timeout means what it says.
 """
 
 from __future__ import annotations
