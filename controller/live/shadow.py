@@ -20,8 +20,10 @@ rate-limit policies and stabilization close at the owner's moments, not ours, an
 recommendations are dated up to a period apart from its own; so a decision of ours that
 differs is decided again (the same pure engine, the same snapshot) at the owner's moment
 and up to one sync period either side of it -- and, since the owner lists pods at its own
-moment too, once more with our pods' readiness as our next reconcile saw it -- and agrees if
-any of those equals the owner's.
+moment, somewhere between our two, once more with the pods as our next reconcile saw them
+(the same pods' readiness, then every pod: the ReplicaSet may have created one the owner
+already counted and our earlier list had not) -- and agrees if any of those equals the
+owner's.
 A difference that outlives one sync period is never explained away. It is a difference if
 it equals none;
 with no pair of equal inputs it is counted as not comparable. An owner that writes nothing
@@ -41,7 +43,7 @@ import structlog
 
 from controller.engine import decide
 from controller.engine.behavior import store_scale_event
-from controller.engine.model import Behavior, History, Snapshot
+from controller.engine.model import Behavior, History, Pod, Snapshot
 from shared.durations import DurationError, format_time, parse_time
 
 log = structlog.get_logger("controller.shadow")
@@ -115,6 +117,22 @@ def differences(ours: dict[str, Any], owner: dict[str, Any]) -> list[str]:
         if a != b:
             out.append(f"{ctype}: promhpa {_show(a)}, owner {_show(b)}")
     return out
+
+
+def _seen(snap: Snapshot | None) -> dict[str, str]:
+    """What our decision started from beyond its status (for the warning): the pods'
+    readiness and the remembered recommendations, which the owner sampled at its own moments."""
+    if snap is None:
+        return {}
+    recs = sorted(snap.history.recommendations or (), key=lambda r: r.timestamp)
+    pods = [
+        f"{p.name}:{p.phase}:{'ready' if p.ready else 'unready'}{':deleted' if p.deleted else ''}"
+        for p in snap.pods
+    ]
+    return {
+        "recommendations": ", ".join(f"{r.timestamp:%H:%M:%S.%f}={r.replicas}" for r in recs),
+        "pods": ", ".join(pods),
+    }
 
 
 class Shadow:
@@ -197,20 +215,24 @@ class Shadow:
 
     def _moments(self, snap: Snapshot, at: datetime, later: Snapshot | None) -> list[tuple[str, Snapshot]]:
         """Our snapshot as the owner may have seen it: at its moment and up to a sync period
-        either side, and -- the owner lists pods at its own moment too -- with our pods'
-        readiness as our next reconcile saw it (the same pods; one the owner has just
-        created is not in our snapshot's scale either)."""
+        either side, and -- the owner lists pods at its own moment, between our two -- with
+        the pods as our next reconcile saw them: our pods' readiness then, and every pod
+        then (a pod created after our list may be in the owner's; run beside kcm, a new
+        pod of its last rescale was counted by kcm and not yet by us)."""
         p = timedelta(seconds=self.period)
         shifts = (timedelta(0), p / 2, p, -p / 2, -p)
         out = [(f"{s.total_seconds():+g}s", replace(snap, now=at + s)) for s in shifts]
         if later is not None and later is not snap:
             names = {pod.name for pod in snap.pods}
-            pods = tuple(pod for pod in later.pods if pod.name in names)
-            if pods != snap.pods:
-                out += [
-                    (f"{s.total_seconds():+g}s, pods as seen later", replace(snap, now=at + s, pods=pods))
-                    for s in shifts
-                ]
+            same = tuple(pod for pod in later.pods if pod.name in names)
+            seen: list[tuple[Pod, ...]] = [snap.pods]
+            for label, pods in (("pods as seen later", same), ("all pods as seen later", later.pods)):
+                if pods not in seen:
+                    seen.append(pods)
+                    out += [
+                        (f"{s.total_seconds():+g}s, {label}", replace(snap, now=at + s, pods=pods))
+                        for s in shifts
+                    ]
         return out
 
     def _agrees(
@@ -282,6 +304,7 @@ class Shadow:
                 differences=real,
                 inputs=str(inputs(owner)),
                 redecided=self._redecided(closest, owner, at, snapshot),
+                **_seen(closest[2]),
             )
         quiet = 0 if writes else (previous.quiet + 1 if previous else 1)
         shown = differences(status, owner_status) if owner_status.get("conditions") else []

@@ -196,8 +196,9 @@ def test_a_rescale_seen_after_the_snapshot_clock_waits_for_the_next_reconcile() 
     assert [e.replica_change for e in later.scale_up_events] == [1]
 
 
-def object_snapshot(ready: int, replicas: int = 5, at: datetime = T0) -> Any:
-    """An Object (Value 100) HPA at 150 on ``replicas`` pods of which ``ready`` are ready."""
+def object_snapshot(ready: int, replicas: int = 5, at: datetime = T0, listed: int | None = None) -> Any:
+    """An Object (Value 100) HPA at 150 on ``replicas`` pods of which ``ready`` are ready
+    (``listed``: how many of them the pod list holds yet, default all)."""
     when = T0 - timedelta(minutes=10)
 
     def pod(i: int) -> dict[str, Any]:
@@ -244,7 +245,7 @@ def object_snapshot(ready: int, replicas: int = 5, at: datetime = T0) -> Any:
                 "spec": {"replicas": replicas},
                 "status": {"replicas": replicas, "selector": "app=web"},
             },
-            "pods": [pod(i) for i in range(replicas)],
+            "pods": [pod(i) for i in range(replicas if listed is None else listed)],
             "customMetrics": [
                 {
                     "describedObject": service,
@@ -282,3 +283,18 @@ def test_an_owner_decision_no_readiness_of_ours_explains_is_still_a_difference()
     later = object_snapshot(ready=3, replicas=5, at=T0 + timedelta(seconds=2))  # still 3 ready
     sh.compare(KEY, decide(later).status, owner, T0 + timedelta(seconds=2), later)
     assert sh.paired["differ"] == 1
+
+
+def test_the_owner_counting_a_pod_our_earlier_list_had_not_is_not_a_difference() -> None:
+    # the owner scaled to 2; we read scale 2 while the ReplicaSet had created one pod
+    # (ceil(1.5 x 1) = 2: hold); the owner, listing a moment later, counted both (3)
+    ours = object_snapshot(ready=1, replicas=2, listed=1)
+    owner = decide(object_snapshot(ready=2, replicas=2)).status
+    assert decide(ours).status["desiredReplicas"] == 2
+    assert owner["desiredReplicas"] == 3
+    sh = Shadow(period=2)
+    sh.compare(KEY, decide(ours).status, {}, T0, ours)
+    owner_writes(sh, owner, T0 + timedelta(seconds=1))
+    later = object_snapshot(ready=2, replicas=3, listed=2, at=T0 + timedelta(seconds=2))
+    sh.compare(KEY, decide(later).status, owner, T0 + timedelta(seconds=2), later)
+    assert sh.paired == {"agree": 1, "differ": 0, "not_comparable": 0}
