@@ -12,9 +12,10 @@ minReplicas 1, the CPU 80% metric when none is given, and behavior's policies/wi
 
 from __future__ import annotations
 
-import copy
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
+
+from shared.jsondoc import json_copy
 
 from .model import (
     JSON,
@@ -295,7 +296,7 @@ def parse_snapshot(data: Any, pods: PodMemo | None = None) -> Snapshot:
     if now is None:
         raise SnapshotError("now", "is required (the controller's clock for this reconcile)")
     hpa_r = root.obj("hpa", required=True)
-    hpa = copy.deepcopy(hpa_r.data)
+    hpa = json_copy(hpa_r.data)  # defaulted below; the caller's object stays as it was
     spec_r = hpa_r.obj("spec")
     hpa_r.obj("metadata")
     status_r = hpa_r.obj("status")

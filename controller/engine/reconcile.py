@@ -21,9 +21,9 @@ local variables and on the HPA object while it reconciles.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 
+from shared.jsondoc import json_copy
 from shared.kube.resources import GroupVersion, GroupVersionError
 from shared.selectors import SelectorError
 from shared.selectors import parse as parse_selector
@@ -61,9 +61,11 @@ class _Round:
 
     @classmethod
     def start(cls, snap: Snapshot) -> _Round:
-        hpa = copy.deepcopy(snap.hpa)
-        original = copy.deepcopy(hpa.get("status") or {})
-        status: JSON = copy.deepcopy(original)
+        # the snapshot's HPA is already our own copy (parse_snapshot) and a round only reads
+        # it and its status; the status it writes is a copy
+        hpa = snap.hpa
+        original = hpa.get("status") or {}
+        status: JSON = json_copy(original)
         conditions: list[JSON] = list(status.get("conditions") or [])
         status["conditions"] = conditions
         return cls(snap, hpa, original, status, conditions, snap.history)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from copy import deepcopy
 from typing import Any
 
 from controller.engine import decide, parse_snapshot
 
-from .builders import NOW, cpu_metric, external_metric, pod_metrics, snapshot
+from .builders import NOW, cpu_metric, external_metric, pod, pod_metrics, snapshot
 
 
 def run(**kw: Any) -> Any:
@@ -253,3 +254,18 @@ def test_default_metric_is_cpu_at_80_percent() -> None:
     del snap["hpa"]["spec"]["metrics"]
     d = decide(parse_snapshot(snap))
     assert d.desired_replicas == 4  # 100% against 80%: ceil(1.25 * 3)
+
+
+def test_deciding_leaves_the_snapshot_as_it_was() -> None:
+    """A round reads the snapshot's HPA without copying it: deciding the same snapshot again
+    (shadow mode re-decides at other moments) must give the same answer from the same input."""
+    names = ("a", "b", "c")
+    data = snapshot(pods=[pod(n) for n in names], pod_metrics_=[pod_metrics(n, "900m") for n in names])
+    raw = deepcopy(data)
+    parsed = parse_snapshot(data)
+    hpa_before = deepcopy(parsed.hpa)
+    first = decide(parsed).to_wire()
+    assert parsed.hpa == hpa_before
+    assert data == raw
+    assert decide(parsed).to_wire() == first
+    assert first["desiredReplicas"] == 6  # a rescale: conditions, events and history all written
