@@ -156,6 +156,7 @@ def run_size(
     sync: int,
     work: Path,
     profile: Path | None = None,
+    profile_rate: int = 200,
 ) -> str:
     """Grows the namespace from `done` to `n` Deployments + HPAs, then measures a fresh controller.
 
@@ -189,6 +190,7 @@ def run_size(
             n,
             sync,
             profile and profile.with_name(f"{profile.name}-{n}.txt"),
+            profile_rate,
         )
     finally:
         stop_process(proc)
@@ -220,7 +222,9 @@ def py_spy() -> str:
     return shutil.which("py-spy") or (str(beside) if beside.exists() else "")
 
 
-def measure(proc: subprocess.Popen[bytes], url: str, n: int, sync: int, profile: Path | None = None) -> Run:
+def measure(
+    proc: subprocess.Popen[bytes], url: str, n: int, sync: int, profile: Path | None = None, rate: int = 200
+) -> Run:
     """After the first full round: reconciles, latency, CPU per reconcile over two periods.
     With ``profile``, py-spy samples the process over that window (without pausing it) into
     that file, as collapsed stacks (``--profile`` in the options)."""
@@ -229,7 +233,7 @@ def measure(proc: subprocess.Popen[bytes], url: str, n: int, sync: int, profile:
     spy = None
     if profile is not None:
         spy = subprocess.Popen(
-            [py_spy(), "record", "--nonblocking", "-r", "200", "-f", "raw", "-p", str(proc.pid),
+            [py_spy(), "record", "--nonblocking", "-r", str(rate), "-f", "raw", "-p", str(proc.pid),
              "-d", str(sync * 2), "-o", str(profile)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
@@ -264,6 +268,7 @@ def main() -> int:
         help="sample promhpa's controller with py-spy during each measuring window into PROFILE-N.txt "
         "(collapsed stacks; py-spy comes with the dev extras: make venv)",
     )
+    ap.add_argument("--profile-rate", type=int, default=200, help="py-spy samples per second")
     a = ap.parse_args()
     if a.profile is not None and not py_spy():
         print("--profile needs py-spy: `make venv` installs it (or pip install py-spy)", file=sys.stderr)
@@ -288,7 +293,9 @@ def main() -> int:
         cluster.kubectl("create", "namespace", NS)
         done = 0
         for n in sorted(int(x) for x in a.sizes.split(",")):
-            rows.append(run_size(cluster, exporter, n, done, a.pods, a.sync_period, work, a.profile))
+            rows.append(
+                run_size(cluster, exporter, n, done, a.pods, a.sync_period, work, a.profile, a.profile_rate)
+            )
             print(rows[-1], flush=True)
             done = n
     finally:
