@@ -24,6 +24,7 @@ import structlog
 from aiohttp import web
 
 from shared.durations import DurationError, parse_duration
+from shared.gcpolicy import freeze_startup_heap
 from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
 from shared.kube.discovery import served_resources
@@ -419,6 +420,7 @@ async def _serve(a: argparse.Namespace, closing: contextlib.AsyncExitStack) -> i
         log.error("cannot serve", address=f"{a.bind_address}:{a.secure_port}", error=str(e))
         await runner.cleanup()
         return 2
+    frozen = freeze_startup_heap()  # libraries and configuration: out of every GC pass
     probes = ProbeServer(health, a.bind_address, a.health_port) if a.health_port else None
     if probes is not None:
         probes.start()
@@ -430,6 +432,7 @@ async def _serve(a: argparse.Namespace, closing: contextlib.AsyncExitStack) -> i
         rules=config.source,
         custom_rules=len(config.rules),
         external_rules=len(config.external_rules),
+        gc_frozen_objects=frozen,
     )
     try:
         await asyncio.Event().wait()

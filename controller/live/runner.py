@@ -28,6 +28,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from controller.engine.decision import history_to_wire
 from controller.engine.model import Settings
 from shared.durations import parse_time
+from shared.gcpolicy import freeze_startup_heap
 from shared.kube.client import Kube
 from shared.kube.discovery import RESTMapper
 from shared.kube.errors import Forbidden, KubeError, NotFound, Unauthorized
@@ -440,6 +441,8 @@ async def run(opts: Options) -> int:
                 if waited % 10 == 0:
                     log.error("waiting for the first list", path=informer.path, error=informer.error or None)
         if not stop.is_set():
+            # libraries and the first lists: out of every GC pass (shared.gcpolicy)
+            log.info("caches synced", gc_frozen_objects=freeze_startup_heap())
             for obj in hpas.items():
                 on_hpa("ADDED", obj)
             workers = [asyncio.create_task(worker()) for _ in range(opts.workers)]
