@@ -24,7 +24,7 @@ import structlog
 from aiohttp import web
 
 from shared.durations import DurationError, parse_duration
-from shared.gcpolicy import freeze_startup_heap
+from shared.gcpolicy import freeze_startup_heap, pause_collection, resume_collection
 from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
 from shared.kube.discovery import served_resources
@@ -33,7 +33,7 @@ from shared.logging import configure
 from shared.version import promhpa_version
 
 from . import compat
-from .app import AdapterMetrics, build_app
+from .app import AdapterMetrics, build_app, prometheus_session
 from .auth import Authenticator, add_client_ca, load_requestheader_config
 from .backends import Backends, basic_auth
 from .check_config import check_config
@@ -328,6 +328,13 @@ def load_rules(path: str | None) -> Config:
     return load_config(path) if path else parse_config(DEFAULT_RULES, "<prometheus-adapter defaults>")
 
 
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    """``task`` ended: cancelled if it still runs, its outcome retrieved either way."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+
+
 async def serve(a: argparse.Namespace) -> int:
     async with contextlib.AsyncExitStack() as closing:  # what serving opened, on every way out
         return await _serve(a, closing)
@@ -347,28 +354,9 @@ async def _serve(a: argparse.Namespace, closing: contextlib.AsyncExitStack) -> i
         for e in errors:
             log.error("conflicting flags", error=e)
         return 2
-    kube: Kube | None = None
-    middlewares = []
-    requestheader = None
-    if a.insecure_skip_auth:
-        if not ipaddress.ip_address(a.bind_address).is_loopback:
-            log.error("--insecure-skip-auth only binds to loopback", bind_address=a.bind_address)
-            return 2
-        log.warning(
-            "authentication and authorization are OFF (--insecure-skip-auth)", bind_address=a.bind_address
-        )
-        if a.kubeconfig:
-            kube = Kube(load_kube(a.kubeconfig)).on_loop()
-            closing.push_async_callback(kube.aclose)
-    else:
-        try:
-            kube = Kube(load_kube(a.kubeconfig)).on_loop()  # reviews from the event loop
-            closing.push_async_callback(kube.aclose)
-            requestheader = await load_requestheader_config(kube)
-        except (KubeError, OSError, ValueError) as e:
-            log.error("cannot set up delegated authentication", error=str(e))
-            return 2
-        middlewares.append(Authenticator(kube, requestheader, a.auth_cache_ttl.total_seconds()).middleware())
+    # Prometheus first: discovery's series request goes out before the Kubernetes client is
+    # imported and configured (a third of start-up, in a worker thread), so Prometheus works
+    # on the first discovery while we do -- the aggregator lists the metrics that much sooner
     config = load_rules(a.config)
     metrics = AdapterMetrics()
     base = prometheus_settings(a)
@@ -383,6 +371,34 @@ async def _serve(a: argparse.Namespace, closing: contextlib.AsyncExitStack) -> i
         log.error("cannot set up a backend from the rule file", rules=config.source, error=str(e))
         return 2
     registry = Registry(config, prometheus, a.metrics_max_age or a.metrics_relist_interval)
+    session = await closing.enter_async_context(prometheus_session())
+    prometheus.attach(session)
+    closing.callback(prometheus.attach, None)
+    first_discovery = asyncio.create_task(registry.relist())
+    closing.push_async_callback(_cancelled, first_discovery)
+    kube: Kube | None = None
+    middlewares = []
+    requestheader = None
+    if a.insecure_skip_auth:
+        if not ipaddress.ip_address(a.bind_address).is_loopback:
+            log.error("--insecure-skip-auth only binds to loopback", bind_address=a.bind_address)
+            return 2
+        log.warning(
+            "authentication and authorization are OFF (--insecure-skip-auth)", bind_address=a.bind_address
+        )
+        if a.kubeconfig:
+            kube = Kube(await asyncio.to_thread(load_kube, a.kubeconfig)).on_loop()
+            closing.push_async_callback(kube.aclose)
+    else:
+        try:
+            # reviews from the event loop
+            kube = Kube(await asyncio.to_thread(load_kube, a.kubeconfig)).on_loop()
+            closing.push_async_callback(kube.aclose)
+            requestheader = await load_requestheader_config(kube)
+        except (KubeError, OSError, ValueError) as e:
+            log.error("cannot set up delegated authentication", error=str(e))
+            return 2
+        middlewares.append(Authenticator(kube, requestheader, a.auth_cache_ttl.total_seconds()).middleware())
     objects = ObjectCache(kube) if kube is not None else None
     health = Health()
     app = build_app(
@@ -399,6 +415,8 @@ async def _serve(a: argparse.Namespace, closing: contextlib.AsyncExitStack) -> i
         config_path=a.config,
         reload_interval=a.config_reload_interval.total_seconds(),
         max_age=a.metrics_max_age or a.metrics_relist_interval,
+        session=session,
+        first_discovery=first_discovery,
     )
     if a.tls_cert_file and a.tls_private_key_file:
         cert, key = Path(a.tls_cert_file), Path(a.tls_private_key_file)
@@ -468,6 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, set_aside = compat.split_unknown(args)
     a = serve_parser().parse_args(args)
     a.argv, a.set_aside = args, set_aside
+    pause_collection()  # until serving freezes the start-up heap (shared.gcpolicy)
     try:
         return asyncio.run(serve(a))
     except ConfigError as e:
@@ -475,6 +494,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 0
+    finally:
+        resume_collection()
 
 
 if __name__ == "__main__":

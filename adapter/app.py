@@ -126,6 +126,17 @@ async def _dispatch(providers: Providers, req: MetricRequest) -> dict[str, Any]:
     return await providers.nodes(req)
 
 
+def prometheus_session() -> aiohttp.ClientSession:
+    """The serving loop's HTTP session to Prometheus (queries and discovery)."""
+    # no gzip: answers cross loopback or a cluster network, where compressing them costs
+    # Prometheus (and us) more CPU than the bytes cost; no cookies to keep
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0),
+        cookie_jar=aiohttp.DummyCookieJar(),
+        skip_auto_headers=("Accept-Encoding",),
+    )
+
+
 def build_app(
     config: Config,
     prometheus: PrometheusAPI | Backends,
@@ -141,7 +152,13 @@ def build_app(
     max_age: timedelta = timedelta(minutes=10),
     config_path: str | None = None,
     reload_interval: float = 0,
+    session: aiohttp.ClientSession | None = None,
+    first_discovery: asyncio.Task[None] | None = None,
 ) -> web.Application:
+    """The metrics APIs' application. ``session`` (``prometheus_session``, already attached to
+    the backends and closed by the caller) and ``first_discovery`` (a ``registry.relist()``
+    under way) let the caller start discovery before the app exists: the adapter does, so
+    Prometheus answers it while the Kubernetes client is being set up."""
     m = metrics or AdapterMetrics()
     health = health or Health()
     providers = Providers(config, registry, registry.backends, lister)
@@ -214,9 +231,14 @@ def build_app(
 
     async def relister(app: web.Application) -> AsyncIterator[None]:
         async def loop() -> None:
+            under_way = first_discovery
             while True:
                 try:
-                    await registry.relist()
+                    if under_way is not None:
+                        first, under_way = under_way, None
+                        await first
+                    else:
+                        await registry.relist()
                     health.ready_reason = None
                     report_backends()
                     m.discovery_runs.labels("success").inc()
@@ -246,14 +268,11 @@ def build_app(
 
     async def prometheus_http(_: web.Application) -> AsyncIterator[None]:
         """The hot path's HTTP session to every backend, for as long as the app serves."""
-        # no gzip: answers cross loopback or a cluster network, where compressing them costs
-        # Prometheus (and us) more CPU than the bytes cost; no cookies to keep
-        async with aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0),
-            cookie_jar=aiohttp.DummyCookieJar(),
-            skip_auto_headers=("Accept-Encoding",),
-        ) as session:
-            registry.backends.attach(session)
+        if session is not None:  # the caller's
+            yield
+            return
+        async with prometheus_session() as own:
+            registry.backends.attach(own)
             yield
             registry.backends.attach(None)
 

@@ -7,7 +7,8 @@ adapter CPU per query and capped a client at ~360 queries/s where aiohttp took 0
 and ~720/s (benchmarks/side_by_side.py shows the serving figures). Everything else (range
 queries for the replay, label names, the health check, and any use outside a serving
 app, such as ``check-config``) stays on prometheus-api-client, synchronous (requests), in a
-thread of this client's own pool, never the loop's default one.
+thread of this client's own pool, never the loop's default one (``promsync``, loaded on
+first use).
 
 Every call has one hard deadline (``--prometheus-timeout``): the client's own retry policy
 is switched off (its default, three retries with backoff, turned a 10 s timeout into 46 s),
@@ -24,11 +25,9 @@ query per distinct PromQL per TTL.
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import base64
 import json
-import re
 import ssl
 import time
 import urllib.parse
@@ -37,23 +36,35 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import aiohttp
 import orjson
-import requests
 from cachetools import TTLCache
-from prometheus_api_client import PrometheusConnect
-from prometheus_api_client.exceptions import PrometheusApiClientException
-from urllib3.util.retry import Retry
 
 from .promapi import PrometheusRejected, PrometheusTimeout, PrometheusUnavailable, Sample, gather_all
+
+if TYPE_CHECKING:
+    from .promsync import SyncTransport
 
 T = TypeVar("T")
 __all__ = ["Prometheus", "PrometheusSettings", "PrometheusTimeout", "PrometheusUnavailable", "Sample"]
 
 
-_RETRYABLE_STATUS = re.compile(r"Status Code (502|503|504)\b")
+_RETRYABLE_STATUS = (502, 503, 504)
+
+
+class PrometheusHTTPError(Exception):
+    """A non-2xx answer, from either transport: its status and body as Prometheus sent them."""
+
+    def __init__(self, status: int, body: bytes) -> None:
+        super().__init__(f"HTTP Status Code {status} ({body!r})")
+        self.status, self.body = status, body
+
+
+class TransportError(Exception):
+    """The synchronous transport failed short of an answer (neither a timeout nor a refused
+    connection, which arrive as ``TimeoutError`` and ``ConnectionError``)."""
 
 
 @dataclass(frozen=True)
@@ -80,17 +91,6 @@ class PrometheusSettings:
         return f'backend "{self.name}" at {self.url}' if self.name else f"Prometheus at {self.url}"
 
 
-class _BearerFromFile(requests.auth.AuthBase):
-    """Re-read the token on every request: projected service-account tokens rotate."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
-        r.headers["Authorization"] = "Bearer " + Path(self.path).read_text().strip()
-        return r
-
-
 def _ssl_context(s: PrometheusSettings) -> ssl.SSLContext | bool:
     """The aiohttp side's TLS: the same CA, client certificate and verification as requests'."""
     if s.insecure_skip_verify:
@@ -99,16 +99,6 @@ def _ssl_context(s: PrometheusSettings) -> ssl.SSLContext | bool:
     if s.client_cert:
         ctx.load_cert_chain(s.client_cert, s.client_key)
     return ctx
-
-
-def _session(s: PrometheusSettings) -> requests.Session:
-    session = requests.Session()
-    session.verify = False if s.insecure_skip_verify else (s.ca_file or True)
-    if s.client_cert:
-        session.cert = (s.client_cert, s.client_key) if s.client_key else s.client_cert
-    if s.token_file:
-        session.auth = _BearerFromFile(s.token_file)
-    return session
 
 
 class Prometheus:
@@ -122,20 +112,7 @@ class Prometheus:
         on_query: Callable[[str, float, bool], None] | None = None,
     ) -> None:
         self.settings = settings
-        session = _session(settings)
-        self._client = PrometheusConnect(
-            url=settings.url.rstrip("/"),
-            headers=dict(settings.headers) or None,
-            disable_ssl=settings.insecure_skip_verify,
-            auth=settings.basic_auth,
-            session=session,
-            timeout=settings.timeout,
-            method=settings.method.upper(),
-            retry=Retry(total=0, connect=0, read=0, status=0, redirect=0, raise_on_status=False),
-        )
-        # prometheus-api-client's "POST" still sends the query in the URL; a query too long
-        # for a URL (a pods/* request over thousands of pods) goes as a form body instead
-        self._session = session
+        self._sync: SyncTransport | None = None  # made on first use (``_transport``)
         self._params = dict(settings.params)
         self._http: aiohttp.ClientSession | None = None
         self._ssl = _ssl_context(settings)
@@ -153,10 +130,19 @@ class Prometheus:
         self._on_query = on_query or (lambda kind, seconds, ok: None)
         self.cache_hits = 0
 
-    async def _call(self, kind: str, fn: Callable[[float], T]) -> T:
-        """Run ``fn(seconds_left)`` in the pool under the deadline, retrying at most once."""
+    def _transport(self) -> SyncTransport:
+        if self._sync is None:
+            from .promsync import SyncTransport  # on first use: see promsync's docstring
+
+            self._sync = SyncTransport(self.settings)
+        return self._sync
+
+    async def _call(self, kind: str, fn: Callable[[SyncTransport, float], T]) -> T:
+        """Run ``fn(transport, seconds_left)`` in the pool under the deadline, retrying at
+        most once."""
         loop = asyncio.get_running_loop()
-        return await self._acall(kind, lambda left: loop.run_in_executor(self._pool, fn, left))
+        sync = self._transport()
+        return await self._acall(kind, lambda left: loop.run_in_executor(self._pool, sync.run, fn, left))
 
     async def _acall(self, kind: str, call: Callable[[float], Awaitable[T]]) -> T:
         """Await ``call(seconds_left)`` under the deadline, retrying at most once."""
@@ -173,10 +159,10 @@ class Prometheus:
                 # arrives as the thread finishes, and a cancelled discovery loop then never ends
                 async with asyncio.timeout(left):
                     result = await call(left)
-            except (TimeoutError, requests.Timeout):
+            except TimeoutError:
                 error = TimeoutError()
                 break  # the deadline is spent: no retry can fit
-            except (requests.RequestException, aiohttp.ClientError, PrometheusApiClientException) as e:
+            except (ConnectionError, TransportError, aiohttp.ClientError, PrometheusHTTPError) as e:
                 error = e
                 continue
             except (ValueError, KeyError) as e:  # an answer that is not Prometheus' JSON
@@ -219,7 +205,7 @@ class Prometheus:
         async with call as response:
             body = await response.read()
             if response.status != 200:
-                raise PrometheusApiClientException(f"HTTP Status Code {response.status} ({body!r})")
+                raise PrometheusHTTPError(response.status, body)
         return orjson.loads(body)["data"]
 
     def _token(self) -> str:
@@ -243,23 +229,6 @@ class Prometheus:
             return False  # percent-encoding at most triples ASCII
         return limit < len(urllib.parse.quote(promql, safe=""))
 
-    def _form(self, path: str, form: dict[str, str], timeout: float) -> Any:
-        """A form-encoded POST to the HTTP API, answered and failed as the client's calls are."""
-        s = self.settings
-        response = self._session.post(
-            f"{s.url.rstrip('/')}{path}",
-            data=form,
-            headers=dict(s.headers) or None,
-            auth=s.basic_auth,
-            timeout=timeout,
-        )
-        if response.status_code != 200:
-            raise PrometheusApiClientException(
-                f"HTTP Status Code {response.status_code} ({response.content!r})"
-            )
-        data = response.json()["data"]
-        return data["result"] if isinstance(data, dict) else data  # the series API: a plain list
-
     async def query_range(
         self, promql: str, start: datetime, end: datetime, step: timedelta, max_points: int = 10_000
     ) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
@@ -274,6 +243,7 @@ class Prometheus:
             chunk_end = min(end, chunk_start + step * (max_points - 1))
 
             def fetch(
+                sync: SyncTransport,
                 left: float,
                 a: datetime = chunk_start,
                 b: datetime = chunk_end,
@@ -282,8 +252,8 @@ class Prometheus:
                     form = {**self._params, "query": promql, "start": f"{a.timestamp():.3f}",
                             "end": f"{b.timestamp():.3f}", "step": f"{seconds:g}",
                             "timeout": f"{left:.3f}"}  # fmt: skip
-                    return self._form("/api/v1/query_range", form, left)
-                return self._client.custom_query_range(
+                    return sync.form("/api/v1/query_range", form, left)
+                return sync.client.custom_query_range(
                     promql, start_time=a, end_time=b, step=f"{seconds:g}",
                     # the client rounds start and end to whole seconds; ours are exact
                     params={**self._params, "timeout": f"{left:.3f}", "start": f"{a.timestamp():.3f}",
@@ -311,11 +281,11 @@ class Prometheus:
         self._inflight[promql] = future
         long = self._long(promql)
 
-        def fetch(left: float) -> Any:
+        def fetch(sync: SyncTransport, left: float) -> Any:
             if long:
                 form = {**self._params, "query": promql, "timeout": f"{left:.3f}"}
-                return self._form("/api/v1/query", form, left)
-            return self._client.custom_query(
+                return sync.form("/api/v1/query", form, left)
+            return sync.client.custom_query(
                 promql, params={**self._params, "timeout": f"{left:.3f}"}, timeout=left
             )
 
@@ -348,12 +318,12 @@ class Prometheus:
         start = end - max_age
         long = self._long(match)
 
-        def fetch(left: float) -> Any:
+        def fetch(sync: SyncTransport, left: float) -> Any:
             params = {**self._params, "match[]": match, "timeout": f"{left:.3f}"}
             if long:  # POST asked for (e.g. a Thanos or Mimir backend), or a long selector
                 form = {**params, "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}"}
-                return self._form("/api/v1/series", form, left)
-            return self._client.get_series(start, end, params=params)
+                return sync.form("/api/v1/series", form, left)
+            return sync.client.get_series(start, end, params=params)
 
         async def over_http(left: float) -> Any:
             params = {**self._params, "match[]": match, "timeout": f"{left:.3f}",
@@ -372,13 +342,13 @@ class Prometheus:
         params = {**self._params, **({"match[]": match} if match else {})} or None
         return [
             str(n)
-            for n in await self._call("labels", lambda left: self._client.get_label_names(params=params))
+            for n in await self._call("labels", lambda sync, left: sync.client.get_label_names(params=params))
         ]
 
     async def ready(self) -> bool:
         try:
             return bool(
-                await self._call("health check", lambda left: self._client.check_prometheus_connection())
+                await self._call("health check", lambda sync, left: sync.client.check_prometheus_connection())
             )
         except PrometheusUnavailable:
             return False
@@ -386,25 +356,20 @@ class Prometheus:
 
 def _retryable(e: BaseException | None) -> bool:
     """A refused or reset connection, or a 502/503/504: worth one more try, if time is left."""
-    if isinstance(e, requests.ConnectionError | aiohttp.ClientConnectionError):
+    if isinstance(e, ConnectionError | aiohttp.ClientConnectionError):
         return True
-    return isinstance(e, PrometheusApiClientException) and bool(_RETRYABLE_STATUS.search(str(e)))
-
-
-_CLIENT_ERROR = re.compile(r"^HTTP Status Code (\d{3}) \((b'.*'|b\".*\")\)$", re.S)
+    return isinstance(e, PrometheusHTTPError) and e.status in _RETRYABLE_STATUS
 
 
 def _prometheus_error(e: BaseException) -> tuple[int, str] | None:
-    """The status code and Prometheus' own error text from prometheus-api-client's exception
-    (which carries the raw response body as a bytes literal)."""
-    m = _CLIENT_ERROR.match(str(e)) if isinstance(e, PrometheusApiClientException) else None
-    if m is None:
+    """The status code and Prometheus' own error text of a non-2xx answer."""
+    if not isinstance(e, PrometheusHTTPError):
         return None
     try:
-        body = json.loads(ast.literal_eval(m.group(2)))
-        return int(m.group(1)), f"{body.get('errorType', 'error')}: {body.get('error', '')}"
-    except (ValueError, SyntaxError, AttributeError):
-        return int(m.group(1)), m.group(2)
+        body = json.loads(e.body)
+        return e.status, f"{body.get('errorType', 'error')}: {body.get('error', '')}"
+    except (ValueError, AttributeError):
+        return e.status, repr(e.body)
 
 
 def _short(e: BaseException) -> str:

@@ -13,13 +13,15 @@ import ipaddress
 import ssl
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
 
 def self_signed(cert_dir: Path, dns_names: list[str]) -> tuple[Path, Path]:
+    # cryptography only when a certificate is made or checked: most deployments hand the
+    # adapter one, and its import is a twentieth of the start-up the aggregator waits for
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
     cert_dir.mkdir(parents=True, exist_ok=True)
     cert_path, key_path = cert_dir / "apiserver.crt", cert_dir / "apiserver.key"
     wanted = {"localhost", *dns_names}

@@ -18,17 +18,15 @@ import json
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
-
-import kubernetes
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError as Urllib3Error
-from urllib3.exceptions import TimeoutError as Urllib3Timeout
+from typing import TYPE_CHECKING, Any
 
 from shared.version import promhpa_version
 
 from .errors import KubeError, Timeout, from_status
 from .http import AsyncHTTP, unsupported
+
+if TYPE_CHECKING:
+    import kubernetes
 
 # Kubernetes calls get threads of their own: asyncio's default pool is min(32, cores + 4) --
 # 6 threads on two cores -- shared with every other blocking call, so five controller
@@ -38,7 +36,15 @@ _POOL = ThreadPoolExecutor(max_workers=CALLS, thread_name_prefix="kube")
 
 
 def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
-    """A client from --kubeconfig, else in-cluster config, else the default kubeconfig."""
+    """A client from --kubeconfig, else in-cluster config, else the default kubeconfig.
+
+    The kubernetes package is imported here, not with this module: importing it (its
+    configuration loaders pull in yaml, oauthlib, requests, dateutil, pydantic) is about a
+    third of a process' start-up, and a caller that loads the client in a worker thread
+    (the adapter does, while Prometheus answers its first discovery) overlaps that with
+    waiting instead of adding it."""
+    import kubernetes
+
     conf = kubernetes.client.Configuration()
     try:
         if kubeconfig:
@@ -94,6 +100,11 @@ class Kube:
         timeout: float = 30,
     ) -> Any:
         """One request through the client's auth and TLS; raises KubeError on non-2xx."""
+        # imported by ``load`` already (there is no ``api`` without it): a dictionary lookup
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError as Urllib3Error
+        from urllib3.exceptions import TimeoutError as Urllib3Timeout
+
         if method != "GET" and self.write_guard is not None:
             self.write_guard()
         try:
@@ -171,6 +182,8 @@ class Kube:
             ("allowWatchBookmarks", "true"),
             ("timeoutSeconds", str(timeout_seconds)),
         ]
+        from urllib3.exceptions import HTTPError as Urllib3Error
+
         stream = self._request("GET", path, None, query, timeout_seconds + 30).response
         buffer = b""
         try:

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
-from kubernetes.client import Configuration
 
 from .errors import KubeError, Timeout, from_status
+
+if TYPE_CHECKING:
+    from kubernetes.client import Configuration
 
 _HEADERS = {"Accept": "application/json", "Content-Type": "application/json"}
 

@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from localcluster import Cluster, service_account_kubeconfig
+from localcluster.pki import issue
 from tests.support import (
     AdapterProcess,
     Exporter,
@@ -164,6 +167,37 @@ def test_direct_request_without_credentials_is_401(registered: tuple[AdapterProc
     with e.value:
         assert e.value.code == 401
         assert json.loads(e.value.read())["reason"] == "Unauthorized"
+
+
+def _front_proxy_call(adapter: AdapterProcess, cert: Path) -> int:
+    """Status of a request that presents ``cert`` and claims system:masters in the headers."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.load_cert_chain(str(cert.with_suffix(".crt")), str(cert.with_suffix(".key")))
+    req = urllib.request.Request(
+        f"{adapter.url}/apis/custom.metrics.k8s.io/v1beta2",
+        headers={"X-Remote-User": "someone", "X-Remote-Group": "system:masters"},
+    )
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code
+
+
+def test_identity_headers_count_only_under_the_front_proxys_allowed_name(
+    registered: tuple[AdapterProcess, list[str]], cluster: Cluster, tmp_path: Path
+) -> None:
+    adapter, _ = registered
+    front_proxy_ca = (
+        load_pem_private_key((cluster.pki / "front-proxy-ca.key").read_bytes(), None),
+        x509.load_pem_x509_certificate((cluster.pki / "front-proxy-ca.crt").read_bytes()),
+    )
+    issue(tmp_path / "other", front_proxy_ca, "not-the-front-proxy")  # the right CA, another name
+    assert _front_proxy_call(adapter, cluster.pki / "front-proxy-client") == 200
+    assert _front_proxy_call(adapter, tmp_path / "other") == 401
 
 
 def _reader(cluster: Cluster, name: str, grant: bool, tmp: Path) -> Path:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from shared.gcpolicy import freeze_startup_heap
+from shared.gcpolicy import freeze_startup_heap, pause_collection, resume_collection
 
 
 @pytest.fixture
@@ -37,3 +37,13 @@ def test_a_cycle_made_after_the_freeze_is_still_collected(unfrozen: None) -> Non
     del a, b
     gc.collect()
     assert gone() is None
+
+
+def test_collection_paused_for_start_up_resumes_when_the_heap_is_frozen(unfrozen: None) -> None:
+    pause_collection()
+    try:
+        assert not gc.isenabled()
+        freeze_startup_heap()
+        assert gc.isenabled()
+    finally:
+        resume_collection()

@@ -1,0 +1,105 @@
+"""The synchronous transport: prometheus-api-client over requests, run in worker threads.
+
+``prometheus.Prometheus`` uses it for what the serving loop's aiohttp session does not
+carry (range queries for the replay, label names, the health check) and for every call
+made outside a serving app (``check-config``). Its failures leave here already translated
+into the client's own vocabulary (``TimeoutError``, ``ConnectionError``,
+``PrometheusHTTPError``, ``TransportError``), so one deadline and retry policy serves both
+transports without either knowing the other's exception classes.
+
+It is imported on first use, not with the adapter: requests and prometheus-api-client are
+about a sixth of the adapter's imports, and nothing a served request needs before the
+first answer uses them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import requests
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+from urllib3.util.retry import Retry
+
+from .prometheus import PrometheusHTTPError, PrometheusSettings, TransportError
+
+T = TypeVar("T")
+
+# prometheus-api-client's message for a non-2xx answer: the status and the body's bytes literal
+_STATUS = re.compile(r"^HTTP Status Code (\d{3}) \((b'.*'|b\".*\")\)$", re.S)
+
+
+class _BearerFromFile(requests.auth.AuthBase):
+    """Re-read the token on every request: projected service-account tokens rotate."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
+        r.headers["Authorization"] = "Bearer " + Path(self.path).read_text().strip()
+        return r
+
+
+class SyncTransport:
+    """One backend's prometheus-api-client and requests session (its CA, client certificate,
+    bearer token file, Basic auth and headers), with the client's own retries off."""
+
+    def __init__(self, settings: PrometheusSettings) -> None:
+        s = self.settings = settings
+        session = requests.Session()
+        session.verify = False if s.insecure_skip_verify else (s.ca_file or True)
+        if s.client_cert:
+            session.cert = (s.client_cert, s.client_key) if s.client_key else s.client_cert
+        if s.token_file:
+            session.auth = _BearerFromFile(s.token_file)
+        self.session = session
+        self.client = PrometheusConnect(
+            url=s.url.rstrip("/"),
+            headers=dict(s.headers) or None,
+            disable_ssl=s.insecure_skip_verify,
+            auth=s.basic_auth,
+            session=session,
+            timeout=s.timeout,
+            method=s.method.upper(),
+            retry=Retry(total=0, connect=0, read=0, status=0, redirect=0, raise_on_status=False),
+        )
+
+    def run(self, fn: Callable[[SyncTransport, float], T], left: float) -> T:
+        """``fn(self, left)``, its failures translated (see the module docstring)."""
+        try:
+            return fn(self, left)
+        except requests.Timeout as e:  # before ConnectionError: a connect timeout is both
+            raise TimeoutError(str(e)) from e
+        except requests.ConnectionError as e:
+            raise ConnectionError(str(e)) from e
+        except requests.RequestException as e:
+            raise TransportError(str(e)) from e
+        except PrometheusApiClientException as e:
+            m = _STATUS.match(str(e))
+            if m is None:
+                raise TransportError(str(e)) from e
+            try:
+                body = ast.literal_eval(m.group(2))
+            except (ValueError, SyntaxError):
+                body = m.group(2).encode()
+            raise PrometheusHTTPError(int(m.group(1)), body) from e
+
+    def form(self, path: str, form: dict[str, str], timeout: float) -> Any:
+        """A form-encoded POST to the HTTP API (prometheus-api-client's "POST" still sends the
+        query in the URL; a query too long for a URL goes as a form body instead)."""
+        s = self.settings
+        response = self.session.post(
+            f"{s.url.rstrip('/')}{path}",
+            data=form,
+            headers=dict(s.headers) or None,
+            auth=s.basic_auth,
+            timeout=timeout,
+        )
+        if response.status_code != 200:
+            raise PrometheusHTTPError(response.status_code, response.content)
+        data = response.json()["data"]
+        return data["result"] if isinstance(data, dict) else data  # the series API: a plain list

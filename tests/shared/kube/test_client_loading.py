@@ -1,0 +1,25 @@
+"""The kubernetes package is imported when a client is loaded, not with ``shared.kube``.
+
+Its configuration loaders are about a third of a process' start-up; the adapter loads its
+client in a worker thread while Prometheus answers its first discovery.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_loading_a_kubernetes_client_imports_the_kubernetes_package() -> None:
+    probe = (
+        "import sys\n"
+        "from shared.kube.client import load\n"
+        "from shared.kube.errors import KubeError\n"
+        "before = 'kubernetes' in sys.modules\n"
+        "try:\n"
+        "    load('/nonexistent/kubeconfig')\n"
+        "except KubeError as e:\n"
+        "    print(before, 'kubernetes' in sys.modules, 'no usable Kubernetes credentials' in str(e))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "True"]
