@@ -95,6 +95,10 @@ def _ssl_context(s: PrometheusSettings) -> ssl.SSLContext | bool:
     """The aiohttp side's TLS: the same CA, client certificate and verification as requests'."""
     if s.insecure_skip_verify:
         return False
+    if not s.ca_file and not s.client_cert:
+        # aiohttp's own verified context (the system's CAs, made once at its import): another
+        # one per backend would read the system bundle again, ~16 ms of start-up each
+        return True
     ctx = ssl.create_default_context(cafile=s.ca_file)
     if s.client_cert:
         ctx.load_cert_chain(s.client_cert, s.client_key)

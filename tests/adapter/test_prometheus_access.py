@@ -354,6 +354,19 @@ def test_mutual_tls_uses_our_ca_and_client_certificate(
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
+def test_without_a_ca_file_the_systems_cas_verify_prometheus(
+    transport: str, tls_prometheus: tuple[str, Path]
+) -> None:
+    url, _ = tls_prometheus
+    system_cas = Prometheus(PrometheusSettings(url), cache_ttl=0)  # the test CA is not among them
+    try:
+        with pytest.raises(PrometheusUnavailable, match="CERTIFICATE_VERIFY_FAILED"):
+            run_query(system_cas, transport, "tls_probe")
+    finally:
+        system_cas.close()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 def test_credentials_and_headers_reach_prometheus(
     transport: str, prometheus: PrometheusProcess, exporter: Exporter, tmp_path: Path
 ) -> None:
