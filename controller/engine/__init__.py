@@ -5,6 +5,7 @@ as upstream's kube-controller-manager would make it, computed from plain data: n
 (``now`` is in the snapshot), no I/O, no randomness. The modules follow the algorithm:
 
 * ``parse``  -- wire-format snapshot to typed values, with API-server defaulting;
+* ``memo`` -- what a live controller parses once rather than every reconcile;
 * ``pods`` -- which pods count (ignored, unready, missing, ready) and their requests;
 * ``metric_queries`` -- the answers of the three metrics APIs, as recorded in the snapshot;
 * ``replica_calculator`` -- the per-target arithmetic, in Go's integer/float semantics;
@@ -17,7 +18,8 @@ as upstream's kube-controller-manager would make it, computed from plain data: n
 The live controller assembles a snapshot from the cluster and calls the same ``decide``.
 """
 
-from .parse import PodMemo, SnapshotError, parse_snapshot
+from .memo import ParseMemo
+from .parse import SnapshotError, parse_snapshot
 from .reconcile import Decision, decide
 
-__all__ = ["Decision", "PodMemo", "SnapshotError", "decide", "parse_snapshot"]
+__all__ = ["Decision", "ParseMemo", "SnapshotError", "decide", "parse_snapshot"]

@@ -14,7 +14,7 @@ from shared.durations import format_time
 
 from . import behavior as bh
 from .metrics import MetricsResult
-from .model import JSON, Event, History
+from .model import JSON, Event, History, Recommendation, ScaleEvent
 
 
 @dataclass
@@ -46,19 +46,22 @@ class Decision:
 def history_to_wire(h: History) -> JSON:
     out: JSON = {}
     if h.recommendations is not None:
-        out["recommendations"] = [
-            {"replicas": r.replicas, "timestamp": format_time(r.timestamp)} for r in h.recommendations
-        ]
-    for key, events in (("scaleUpEvents", h.scale_up_events), ("scaleDownEvents", h.scale_down_events)):
-        out[key] = [
-            {
-                "replicaChange": e.replica_change,
-                "timestamp": format_time(e.timestamp),
-                **({"outdated": True} if e.outdated else {}),
-            }
-            for e in events
-        ]
+        out["recommendations"] = [recommendation_to_wire(r) for r in h.recommendations]
+    out["scaleUpEvents"] = [event_to_wire(e) for e in h.scale_up_events]
+    out["scaleDownEvents"] = [event_to_wire(e) for e in h.scale_down_events]
     return out
+
+
+def recommendation_to_wire(r: Recommendation) -> JSON:
+    return {"replicas": r.replicas, "timestamp": format_time(r.timestamp)}
+
+
+def event_to_wire(e: ScaleEvent) -> JSON:
+    return {
+        "replicaChange": e.replica_change,
+        "timestamp": format_time(e.timestamp),
+        **({"outdated": True} if e.outdated else {}),
+    }
 
 
 def set_status(

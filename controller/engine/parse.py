@@ -13,7 +13,7 @@ minReplicas 1, the CPU 80% metric when none is given, and behavior's policies/wi
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from shared.jsondoc import json_copy
 
@@ -39,6 +39,9 @@ from .model import (
     Target,
 )
 from .reader import SnapshotError, _Reader, _type_name
+
+if TYPE_CHECKING:
+    from .memo import ParseMemo
 
 T = TypeVar("T")
 __all__ = ["SnapshotError", "parse_snapshot"]
@@ -200,35 +203,6 @@ def parse_pod(r: _Reader) -> Pod:
     )
 
 
-class PodMemo:
-    """Parsed pods, remembered by the identity of the objects they were parsed from.
-
-    A live controller hands every reconcile the informer's own pod objects, and the
-    informer replaces an object (never edits it) when the pod changes; so a pod is parsed
-    once per change instead of once per reconcile of every HPA selecting it (a tenth of a
-    millisecond each, most of a reconcile's engine time at 10 pods an HPA). Holding the
-    object makes the identity test sound; ``limit`` bounds what deleted pods leave behind.
-    """
-
-    def __init__(self, limit: int = 100_000) -> None:
-        self.limit = limit
-        self._memo: dict[tuple[str, str], tuple[Any, Pod]] = {}
-
-    def parse(self, r: _Reader) -> Pod:
-        meta = r.data.get("metadata")
-        ns, name = (meta.get("namespace"), meta.get("name")) if isinstance(meta, dict) else (None, None)
-        if not isinstance(ns, str) or not isinstance(name, str):
-            return parse_pod(r)  # malformed: parse_pod says what is wrong
-        hit = self._memo.get((ns, name))
-        if hit is not None and hit[0] is r.data:
-            return hit[1]
-        pod = parse_pod(r)
-        if len(self._memo) >= self.limit:
-            self._memo.clear()
-        self._memo[(ns, name)] = (r.data, pod)
-        return pod
-
-
 def parse_pod_metrics(r: _Reader) -> PodMetrics:
     meta = r.obj("metadata")
     return PodMetrics(
@@ -287,8 +261,9 @@ def parse_history(r: _Reader) -> History:
     return History(recs, _events(r, "scaleUpEvents"), _events(r, "scaleDownEvents"))
 
 
-def parse_snapshot(data: Any, pods: PodMemo | None = None) -> Snapshot:
-    """Validate and parse one snapshot document (``pods``: parse each pod object once)."""
+def parse_snapshot(data: Any, memo: ParseMemo | None = None) -> Snapshot:
+    """Validate and parse one snapshot document (``memo``: a live controller's, which
+    parses what is the same object as last time only once; see ``memo``)."""
     if not isinstance(data, dict):
         raise SnapshotError("", f"a snapshot must be an object, got {_type_name(data)}")
     root = _Reader(data)
@@ -351,7 +326,7 @@ def parse_snapshot(data: Any, pods: PodMemo | None = None) -> Snapshot:
         raise SnapshotError("selectingHPAs", "must be a list of NAMESPACE/NAME strings")
     return Snapshot(
         now=now,
-        settings=parse_settings(root.obj("controller")),
+        settings=(memo.settings if memo is not None else parse_settings)(root.obj("controller")),
         hpa=hpa,
         metrics=metrics,
         behavior=behavior,
@@ -359,15 +334,24 @@ def parse_snapshot(data: Any, pods: PodMemo | None = None) -> Snapshot:
         max_replicas=max_replicas,
         scale=scale,
         scale_error=scale_error,
-        pods=tuple((pods.parse if pods is not None else parse_pod)(p) for p in root.items("pods")),
+        pods=tuple((memo.pod if memo is not None else parse_pod)(p) for p in root.items("pods")),
         pod_metrics=tuple(parse_pod_metrics(p) for p in root.items("podMetrics")),
         custom_metrics=tuple(parse_custom_metric(m) for m in root.items("customMetrics")),
         external_metrics=tuple(parse_external_metric(m) for m in root.items("externalMetrics")),
         metric_errors=errors,
-        history=parse_history(root.obj("history")) if "history" in data else History(),
+        history=_history(root, hpa_r, memo) if "history" in data else History(),
         scale_update_error=update_error,
         selecting_hpas=tuple(selecting),
     )
+
+
+def _history(root: _Reader, hpa: _Reader, memo: ParseMemo | None) -> History:
+    r = root.obj("history")
+    if memo is None:
+        return parse_history(r)
+    meta = hpa.raw("metadata")
+    ns, name = (meta.get("namespace"), meta.get("name")) if isinstance(meta, dict) else (None, None)
+    return memo.history((ns, name) if isinstance(ns, str) and isinstance(name, str) else None, r)
 
 
 def parse_history_wire(data: Any) -> History:

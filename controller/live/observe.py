@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from controller.engine.memo import ParseMemo
 from controller.engine.model import History, Settings
 from shared.kube.client import Kube
 from shared.kube.discovery import RESTMapper
@@ -45,6 +46,11 @@ class Observer:
     metrics_timeout: float = 15.0
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
+    memo: ParseMemo | None = None  # the reconciler's: the flags and memory as it last wrote them
+
+    def __post_init__(self) -> None:
+        # one document for the flags, the same object every reconcile (the memo parses it once)
+        self._doc = assemble.settings_to_wire(self.settings)
 
     async def _scale(self, hpa: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, str | None]:
         ref = hpa.get("spec", {}).get("scaleTargetRef") or {}
@@ -77,7 +83,21 @@ class Observer:
         metrics: dict[str, list[Any]] = {}
         if scale is not None and selector:
             metrics = await fetch(self.kube, self.mapper, hpa, selector, self.metrics_timeout)
-        snap = assemble.snapshot(now, self.settings, hpa, scale, scale_error, pods, metrics, history)
+        history_doc = None
+        if history is not None and self.memo is not None:
+            history_doc = self.memo.history_wire((namespace, name), history)
+        snap = assemble.snapshot(
+            now,
+            self.settings,
+            hpa,
+            scale,
+            scale_error,
+            pods,
+            metrics,
+            history,
+            history_doc,
+            self._doc,
+        )
         if len(selecting) > 1:
             snap["selectingHPAs"] = selecting
         return Observation(snap, hpa, path)

@@ -19,7 +19,7 @@ import structlog
 from cachetools import TTLCache
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from controller.engine import Decision, PodMemo, decide, parse_snapshot
+from controller.engine import Decision, ParseMemo, decide, parse_snapshot
 from controller.engine.model import History, Settings, Snapshot
 from shared.kube.client import Kube
 from shared.kube.discovery import RESTMapper
@@ -102,7 +102,8 @@ class Reconciler:
 
     def __post_init__(self) -> None:
         self._warned: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=300)
-        self._pods = PodMemo()  # the informer's pod objects, each parsed once per change
+        # the informer's pods, the flags and each HPA's memory: parsed once, not every reconcile
+        self._memo = ParseMemo()
         self.observer = Observer(
             self.kube,
             self.mapper,
@@ -112,6 +113,7 @@ class Reconciler:
             self.metrics_timeout,
             self.clock,
             self.selectors,
+            self._memo,
         )
 
     async def snapshot(self, namespace: str, name: str) -> tuple[dict[str, Any], dict[str, Any], str | None]:
@@ -124,6 +126,7 @@ class Reconciler:
         if self.hpas.get(namespace, name) is None:
             self.memory.pop(key, None)  # deleted: forget it and its selector, as upstream does
             self.selectors.remove(key)
+            self._memo.forget(key)
             if key in self.shadow.comparisons:
                 self.shadow.comparisons.pop(key, None)
                 self.metrics.shadow_differs.remove(namespace, name)
@@ -131,7 +134,7 @@ class Reconciler:
             return None
         start = time.monotonic()
         snap, hpa, scale_path = await self.snapshot(namespace, name)
-        parsed = parse_snapshot(snap, self._pods)
+        parsed = parse_snapshot(snap, self._memo)
         if self.dry_run:  # the owner's rescales, not ours, count against its rate limits
             history = self.shadow.follow_owner(key, parsed.history, parsed.behavior, parsed.now)
             parsed = replace(parsed, history=history)
@@ -145,7 +148,7 @@ class Reconciler:
                 await self.kube.put(scale_path, scale)
             except KubeError as e:
                 snap["scaleUpdateError"] = e.message
-                decision = decide(parse_snapshot(snap, self._pods))
+                decision = decide(parse_snapshot(snap, self._memo))
         if self.dry_run:  # our recommendations, the owner's scale events
             self.memory[key] = replace(
                 decision.history,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.engine import PodMemo, decide, parse_snapshot
+from controller.engine import ParseMemo, decide, parse_snapshot
 from tests.conftest import CONFORMANCE
 
 CASES = sorted((CONFORMANCE / "hpa").rglob("*.yaml")) if (CONFORMANCE / "hpa").is_dir() else []
@@ -58,7 +58,7 @@ def test_conformance_runner_reports_zero_failures(conformance_dir: Path) -> None
     assert proc.stdout.strip().splitlines()[-1].endswith(" 0 failed")
 
 
-_MEMO = PodMemo()  # shared by every case, as one controller's reconciles share it
+_MEMO = ParseMemo()  # shared by every case, as one controller's reconciles share it
 
 
 @pytest.mark.conformance
