@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -96,9 +97,11 @@ def quantile(q: float, before: list[tuple[float, float]], after: list[tuple[floa
     return float("inf")
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of the process so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -155,13 +158,16 @@ def run_size(
     pods: int,
     sync: int,
     work: Path,
+    rounds: int = 1,
+    periods: int = 2,
     profile: Path | None = None,
     profile_rate: int = 200,
 ) -> str:
     """Grows the namespace from `done` to `n` Deployments + HPAs, then measures a fresh controller.
 
     Growing (rather than recreating) keeps setup to the new pods only: creating pods runs at
-    about 60/s on this machine, deleting them is slower still.
+    about 60/s on this machine, deleting them is slower still. With ``rounds`` > 1 each
+    side is measured that many times, taking turns, and the row shows each figure's median.
     """
     t0 = time.monotonic()
     apply_chunks(cluster, [deployment(i, pods) for i in range(done, n)])
@@ -175,31 +181,44 @@ def run_size(
         exporter.set(f'bench_queue_depth{{namespace="{NS}",queue="q{i}"}}', pods * 5)
     hpas = [hpa(i, pods) for i in range(done, n)]
     apply_chunks(cluster, hpas)
-    port = free_port()
-    proc = start_controller_process(
-        cluster.kubeconfig,
-        work / f"controller-{n}.log",
-        f"--horizontal-pod-autoscaler-sync-period={sync}s",
-        f"--port={port}",
-        "--log-level=warning",
-    )
-    try:
-        ours = measure(
-            proc,
-            f"http://127.0.0.1:{port}",
-            n,
-            sync,
-            profile and profile.with_name(f"{profile.name}-{n}.txt"),
-            profile_rate,
+    ours_runs: list[Run] = []
+    their_runs: list[Run] = []
+    for r in range(rounds):  # alternately, so drift in the shared machine touches both
+        port = free_port()
+        proc = start_controller_process(
+            cluster.kubeconfig,
+            work / f"controller-{n}-{r}.log",
+            f"--horizontal-pod-autoscaler-sync-period={sync}s",
+            f"--port={port}",
+            "--log-level=warning",
         )
-    finally:
-        stop_process(proc)
-    kcm_port = free_port()
-    kcm = start_kcm(cluster, work / f"kcm-{n}.log", kcm_port, sync)
-    try:
-        theirs = measure(kcm, f"https://127.0.0.1:{kcm_port}", n, sync)
-    finally:
-        stop_process(kcm)
+        try:
+            ours_runs.append(
+                measure(
+                    proc,
+                    f"http://127.0.0.1:{port}",
+                    n,
+                    sync,
+                    periods,
+                    profile.with_name(f"{profile.name}-{n}.txt") if profile and r == 0 else None,
+                    profile_rate,
+                )
+            )
+        finally:
+            stop_process(proc)
+        kcm_port = free_port()
+        kcm = start_kcm(cluster, work / f"kcm-{n}-{r}.log", kcm_port, sync)
+        try:
+            their_runs.append(measure(kcm, f"https://127.0.0.1:{kcm_port}", n, sync, periods))
+        finally:
+            stop_process(kcm)
+    ours, theirs = median_run(ours_runs), median_run(their_runs)
+    for r, (o, t) in enumerate(zip(ours_runs, their_runs, strict=True)):
+        print(
+            f"{n} HPAs, round {r + 1}: CPU ms/reconcile {o.cpu_ms:.2f} ({o.sys_share:.0%} system) vs kcm "
+            f"{t.cpu_ms:.2f} ({t.sys_share:.0%} system): {o.cpu_ms / t.cpu_ms:.2f}",
+            flush=True,
+        )
     return (
         f"| {n} | {pods} | {setup:.0f} | {ours.rate:.1f} | {ours.p50:.0f} | {ours.p99:.0f} | "
         f"{ours.cpu_ms:.2f} | {ours.rss:.0f} | {theirs.rate:.1f} | {theirs.cpu_ms:.2f} | {theirs.rss:.0f} | "
@@ -214,6 +233,14 @@ class Run:
     p99: float
     cpu_ms: float
     rss: float
+    sys_share: float = 0.0  # of cpu_ms, the part spent in the kernel (sockets, mostly)
+
+
+def median_run(runs: list[Run]) -> Run:
+    """Each figure's median over the rounds (CPU and RSS separately: one noisy round moves neither)."""
+    return Run(
+        *(statistics.median(getattr(r, f) for r in runs) for f in ("rate", "p50", "p99", "cpu_ms", "rss"))
+    )
 
 
 def py_spy() -> str:
@@ -223,9 +250,16 @@ def py_spy() -> str:
 
 
 def measure(
-    proc: subprocess.Popen[bytes], url: str, n: int, sync: int, profile: Path | None = None, rate: int = 200
+    proc: subprocess.Popen[bytes],
+    url: str,
+    n: int,
+    sync: int,
+    periods: int = 2,
+    profile: Path | None = None,
+    rate: int = 200,
 ) -> Run:
-    """After the first full round: reconciles, latency, CPU per reconcile over two periods.
+    """After the first full round: reconciles, latency, CPU per reconcile over ``periods`` sync periods
+    (CPU comes from /proc in clock ticks of 10 ms: more periods, finer figures).
     With ``profile``, py-spy samples the process over that window (without pausing it) into
     that file, as collapsed stacks (``--profile`` in the options)."""
     wait_until(lambda: histogram(scrape(url))[0] >= n, timeout=300 + n * 0.2, what="the first full round")
@@ -234,21 +268,23 @@ def measure(
     if profile is not None:
         spy = subprocess.Popen(
             [py_spy(), "record", "--nonblocking", "-r", str(rate), "-f", "raw", "-p", str(proc.pid),
-             "-d", str(sync * 2), "-o", str(profile)],
+             "-d", str(sync * periods), "-o", str(profile)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-    time.sleep(sync * 2)
+    time.sleep(sync * periods)
     if spy is not None:
         spy.wait(timeout=60)
     after_text, cpu1, elapsed = scrape(url), cpu_seconds(proc.pid), time.monotonic() - t_start
     (c0, b0), (c1, b1) = histogram(before_text), histogram(after_text)
     count = c1 - c0
+    user, system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
     return Run(
         count / elapsed,
         quantile(0.5, b0, b1) * 1000,
         quantile(0.99, b0, b1) * 1000,
-        (cpu1 - cpu0) / max(count, 1) * 1000,
+        (user + system) / max(count, 1) * 1000,
         peak_rss_mib(proc.pid),
+        system / max(user + system, 1e-9),
     )
 
 
@@ -262,6 +298,8 @@ def main() -> int:
     ap.add_argument("--sizes", default="100,1000,2000", help="comma-separated numbers of HPAs")
     ap.add_argument("--pods", type=int, default=10, help="kwok pods per Deployment")
     ap.add_argument("--sync-period", type=int, default=15)
+    ap.add_argument("--rounds", type=int, default=3, help="measurements of each side per size, taking turns")
+    ap.add_argument("--periods", type=int, default=2, help="sync periods in each measuring window")
     ap.add_argument(
         "--profile",
         type=Path,
@@ -294,7 +332,19 @@ def main() -> int:
         done = 0
         for n in sorted(int(x) for x in a.sizes.split(",")):
             rows.append(
-                run_size(cluster, exporter, n, done, a.pods, a.sync_period, work, a.profile, a.profile_rate)
+                run_size(
+                    cluster,
+                    exporter,
+                    n,
+                    done,
+                    a.pods,
+                    a.sync_period,
+                    work,
+                    a.rounds,
+                    a.periods,
+                    a.profile,
+                    a.profile_rate,
+                )
             )
             print(rows[-1], flush=True)
             done = n
