@@ -14,6 +14,11 @@ can beat. ``distinct`` requests differ in a ``metricLabelSelector``/``labelSelec
 matches the same series, so no cache (ours or Prometheus') can answer them; ``repeated``
 requests are identical. CPU is each adapter's own process (user + system) per request.
 
+The measured calls come from a Go client (``benchmarks/loadgen``, built by
+``hack/build-tools.sh bench``), as the aggregator's do: a Python client spent about as much
+CPU per request as the adapter it measured, on the same two cores, and so bounded the rate
+of whichever side needed CPU most.
+
 Each phase first opens its connections with uncounted calls and then measures on them, as
 the aggregator keeps its connections to an adapter open (a fresh TLS handshake per
 connection in every phase was a tenth to a third of the CPU per request on the small
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import itertools
 import json
 import os
@@ -196,22 +202,6 @@ async def _drive(
     return time.perf_counter() - start, latencies
 
 
-async def _warm_then_drive(
-    call: Callable[[aiohttp.ClientSession, int], Awaitable[None]],
-    session: aiohttp.ClientSession,
-    requests: int,
-    concurrency: int,
-    seconds: float,
-    warmed: Callable[[], None] = lambda: None,
-) -> tuple[float, list[float]]:
-    """``_drive`` after uncounted calls that open every connection (``warmed`` runs between):
-    the aggregator keeps its connections to an adapter open, so no measured call pays a
-    handshake."""
-    await _drive(call, session, 2 * concurrency, concurrency, seconds)
-    warmed()
-    return await _drive(call, session, requests, concurrency, seconds)
-
-
 def _adapter_call(
     base: str, path: Workload, headers: dict[str, str]
 ) -> Callable[[aiohttp.ClientSession, int], Awaitable[None]]:
@@ -241,22 +231,63 @@ async def load(
         return await _drive(_adapter_call(base, path, headers), session, requests, concurrency, 600)
 
 
-async def raw_prometheus(url: str, path: Workload, requests: int, concurrency: int, seconds: float) -> float:
+def raw_prometheus(url: str, path: Workload, requests: int, concurrency: int, seconds: float) -> float:
     """Requests per second of the same PromQL sent straight to Prometheus (warm connections,
-    like the adapters')."""
+    like the adapters'), asked as promhpa asks (no gzip): the cheapest form of the same query."""
+    got = drive_loadgen(
+        {
+            "base": url,
+            "method": "POST",
+            "postPath": "/api/v1/query",
+            "warm": [
+                urllib.parse.urlencode({"query": path.promql(next(SEQUENCE))}) for _ in range(2 * concurrency)
+            ],
+            "requests": [
+                urllib.parse.urlencode({"query": path.promql(next(SEQUENCE))}) for _ in range(requests)
+            ],
+            "gzip": False,
+            "concurrency": concurrency,
+            "seconds": seconds,
+            "items": -1,
+        }
+    )
+    return float(got["count"]) / float(got["seconds"])
 
-    async def call(session: aiohttp.ClientSession, i: int) -> None:
-        async with session.post(f"{url}/api/v1/query", data={"query": path.promql(i)}) as r:
-            if r.status != 200:
-                raise RuntimeError(f"Prometheus: {r.status} {(await r.read())[:300]!r}")
-            await r.read()
 
-    # asked as promhpa asks (no gzip), so the floor is the cheapest form of the same query
-    async with aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=concurrency), skip_auto_headers=("Accept-Encoding",)
-    ) as session:
-        took, lat = await _warm_then_drive(call, session, requests, concurrency, seconds)
-    return len(lat) / took
+@dataclass(frozen=True)
+class Identity:
+    """Who the load generator is over TLS: a client certificate, and the CA that verifies
+    the server (None: the adapters' self-signed serving certificates go unverified)."""
+
+    cert: Path
+    key: Path
+    ca: Path | None = None
+
+
+def aggregator_identity(cluster: localcluster.Cluster) -> Identity:
+    """The aggregator's identity: the front-proxy client certificate the adapters trust."""
+    return Identity(cluster.pki / "front-proxy-client.crt", cluster.pki / "front-proxy-client.key")
+
+
+def loadgen_binary() -> Path:
+    """benchmarks/loadgen built by hack/build-tools.sh, cached by a hash of its source."""
+    src = Path(__file__).with_name("loadgen")
+    digest = hashlib.sha256((src / "go.mod").read_bytes() + (src / "main.go").read_bytes()).hexdigest()
+    return cache_bin() / f"loadgen-{digest[:12]}" / "loadgen"
+
+
+def drive_loadgen(spec: dict[str, object]) -> dict[str, float]:
+    """One phase by the Go load generator (see benchmarks/loadgen/main.go): its JSON figures."""
+    out = subprocess.run(
+        [str(loadgen_binary())],
+        input=json.dumps(spec).encode(),
+        capture_output=True,
+        timeout=600,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.decode(errors="replace").strip())
+    return dict(json.loads(out.stdout))
 
 
 @dataclass
@@ -272,36 +303,39 @@ def measure(
     path: Workload,
     requests: int,
     concurrency: int,
-    ctx: ssl.SSLContext,
+    identity: Identity,
     base: str | None = None,
     headers: dict[str, str] | None = None,
     seconds: float = PHASE_SECONDS,
 ) -> Figures:
     """``a`` called directly as the aggregator would (default), or through ``base``; the
-    first calls open the connections (and fill the SubjectAccessReview cache) uncounted."""
+    first calls open the connections (and fill the SubjectAccessReview cache) uncounted,
+    and ``a``'s CPU is counted over the measured calls alone."""
     if headers is None:
         headers = {"X-Remote-User": "bench", "X-Remote-Group": "system:masters"}
-    base = base or f"https://127.0.0.1:{a.port}"
-    cpu0 = 0.0
-
-    def warmed() -> None:
-        nonlocal cpu0
-        cpu0 = cpu_seconds(a.pid)
-
-    async def run() -> tuple[float, list[float]]:
-        connector = aiohttp.TCPConnector(ssl=ctx, limit=concurrency)
-        async with aiohttp.ClientSession(connector=connector) as session:
-            call = _adapter_call(base, path, headers)
-            return await _warm_then_drive(call, session, requests, concurrency, seconds, warmed)
-
-    took, lat = asyncio.run(run())
-    cpu = cpu_seconds(a.pid) - cpu0
-    lat.sort()
+    got = drive_loadgen(
+        {
+            "base": base or f"https://127.0.0.1:{a.port}",
+            "method": "GET",
+            "warm": [path.url(next(SEQUENCE)) for _ in range(2 * concurrency)],
+            "requests": [path.url(next(SEQUENCE)) for _ in range(requests)],
+            "headers": headers,
+            "cert": str(identity.cert),
+            "key": str(identity.key),
+            "ca": str(identity.ca) if identity.ca else "",
+            "gzip": True,  # as Go clients (the aggregator among them) ask
+            "concurrency": concurrency,
+            "seconds": seconds,
+            "items": path.items,
+            "pid": a.pid,
+        }
+    )
+    count = float(got["count"])
     return Figures(
-        len(lat) / took,
-        statistics.median(lat) * 1000,
-        lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000,
-        cpu / len(lat) * 1000,
+        count / float(got["seconds"]),
+        float(got["p50_ms"]),
+        float(got["p99_ms"]),
+        float(got["cpu_ticks"]) / os.sysconf("SC_CLK_TCK") / count * 1000,
     )
 
 
@@ -406,6 +440,7 @@ def through_aggregator(
     (the admin's client certificate): the path every HPA controller takes."""
     ctx = ssl.create_default_context(cafile=str(cluster.pki / "ca.crt"))
     ctx.load_cert_chain(cluster.pki / "admin.crt", cluster.pki / "admin.key")
+    admin = Identity(cluster.pki / "admin.crt", cluster.pki / "admin.key", cluster.pki / "ca.crt")
     ca = (work / "certs" / "apiserver.crt").read_bytes()  # self-signed: its own CA bundle
     chosen = [w for w in paths(distinct=True) if w.name in ("pods/* 100 pods", "external")]
     got: dict[str, dict[str, Figures]] = {}
@@ -420,7 +455,7 @@ def through_aggregator(
             what=f"the aggregator routing to {a.name}",
         )
         got[a.name] = {
-            w.name: measure(a, w, requests, 8, ctx, base=cluster.server, headers={}, seconds=seconds)
+            w.name: measure(a, w, requests, 8, admin, base=cluster.server, headers={}, seconds=seconds)
             for w in chosen
         }
         a.proc.terminate()  # so the next registration can only be answered by the next adapter
@@ -494,6 +529,9 @@ def main() -> int:
     ap.add_argument("--promhpa-flag", action="append", default=[], help="an extra flag for promhpa's adapter")
     ap.add_argument("--no-aggregator", action="store_true", help="skip the through-the-aggregator rows")
     a = ap.parse_args()
+    if not loadgen_binary().exists():
+        print("the load generator is not built: run `hack/build-tools.sh bench` (make bench-adapter does)")
+        return 2
     ready = setup("promhpa-side-by-side-", "bench-adapter")
     if ready is None:
         return 2
@@ -513,7 +551,7 @@ def main() -> int:
         prom.start()
         wait_until(lambda: len(prom.query("bench_load")) == 1100, timeout=90, what="1,100 series scraped")
         adapters = start_both(cluster, prom, work, a.promhpa_flag)
-        ctx = client_context(cluster)
+        aggregator = aggregator_identity(cluster)
         for distinct in (True, False):
             for path in paths(distinct):
                 if a.paths and path.name not in a.paths.split(","):
@@ -523,9 +561,9 @@ def main() -> int:
                     got: dict[str, list[Figures]] = {x.name: [] for x in adapters}
                     for _ in range(a.rounds):
                         for x in adapters:
-                            got[x.name].append(measure(x, path, n, conc, ctx, seconds=a.seconds))
+                            got[x.name].append(measure(x, path, n, conc, aggregator, seconds=a.seconds))
                     ours, theirs = median(got["promhpa"]), median(got["prometheus-adapter"])
-                    raw = asyncio.run(raw_prometheus(prom.url, path, n, conc, a.seconds))
+                    raw = raw_prometheus(prom.url, path, n, conc, a.seconds)
                     rows.append(
                         f"| {path.name} | {'distinct' if distinct else 'repeated'} | {conc} | "
                         f"{ours.rps:.0f} | {ours.p50:.1f} | {ours.p99:.1f} | {ours.cpu_ms:.2f} | "

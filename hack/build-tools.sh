@@ -178,6 +178,20 @@ build_prometheus_adapter() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# The benchmarks' load generator (benchmarks/loadgen, test tooling): a Go client, as the
+# aggregator is, so the client's own CPU does not bound the rates it measures. Cached by a
+# hash of its source, so an edit builds a new one.
+loadgen_dir() {
+  local here; here=$(cd "$(dirname "$0")/.." && pwd)
+  echo "$CACHE/bin/loadgen-$(cat "$here/benchmarks/loadgen/go.mod" "$here/benchmarks/loadgen/main.go" | sha256sum | cut -c1-12)"
+}
+build_loadgen() {
+  local here out; here=$(cd "$(dirname "$0")/.." && pwd); out=$(loadgen_dir)
+  mkdir -p "$out.tmp"
+  (cd "$here/benchmarks/loadgen" && go build -trimpath -o "$out.tmp/loadgen" .)
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 # The differential test's harness (test tooling): upstream's own pkg/controller/podautoscaler,
 # copied unchanged from the module cache into a wrapper module next to our driver file
 # (tests/differential/harness), built against the same release as the cluster binaries.
@@ -209,5 +223,6 @@ only=${1:-all}
 [[ $only == all || $only == thanos ]] && step "thanos $THANOS_VERSION" "$CACHE/bin/thanos-$THANOS_VERSION/thanos" build_thanos
 # only for the benchmarks (make bench-adapter / bench-controller), not the tests
 [[ $only == bench || $only == prometheus-adapter ]] && step "prometheus-adapter $PROMETHEUS_ADAPTER_VERSION" "$CACHE/bin/prometheus-adapter-$PROMETHEUS_ADAPTER_VERSION/adapter" build_prometheus_adapter
+[[ $only == bench || $only == loadgen ]] && step "loadgen (benchmarks/loadgen)" "$(loadgen_dir)/loadgen" build_loadgen
 [[ $only == all || $only == differential ]] && step "hpa-differential $K8S_VERSION (upstream's controller package)" "$CACHE/bin/hpa-differential-$K8S_VERSION/hpa-differential" build_differential
 echo "$CACHE/bin"

@@ -1,0 +1,3 @@
+module promhpa.local/loadgen
+
+go 1.26
