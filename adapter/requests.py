@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from shared.selectors import Selector, SelectorError, parse
+from shared.selectors import Selector, SelectorError, parse_cached
 
 from .config import GroupResource
 from .naming import NAMESPACES, known, namespaced
@@ -132,7 +132,7 @@ def _selector(query: dict[str, str], key: str) -> Selector | None:
     if not text:
         return None
     try:
-        return parse(text)
+        return parse_cached(text)
     except SelectorError as e:
         raise BadRequest(f"invalid {key} {text!r}: {e}") from None
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from shared.jsondoc import json_copy
 from shared.kube.resources import GroupVersion, GroupVersionError
 from shared.selectors import SelectorError
-from shared.selectors import parse as parse_selector
+from shared.selectors import parse_cached as parse_selector
 
 from . import behavior as bh
 from .conditions import (

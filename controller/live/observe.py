@@ -22,7 +22,7 @@ from shared.kube.errors import KubeError
 from shared.kube.informer import Informer
 from shared.kube.resources import HPA
 from shared.selectors import SelectorError
-from shared.selectors import parse as parse_selector
+from shared.selectors import parse_cached as parse_selector
 
 from . import assemble
 from .hpa_selectors import SelectorRegistry

@@ -2,7 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from shared.selectors import SelectorError, from_label_selector, go_label_selector_string, parse
+from shared.selectors import (
+    SelectorError,
+    from_label_selector,
+    go_label_selector_string,
+    parse,
+    parse_cached,
+)
 
 LABELS = {"app": "web", "tier": "front", "version": "3"}
 
@@ -105,3 +111,19 @@ def test_syntax_errors_say_what_apimachinery_says(text: str, message: str) -> No
 def test_empty_value_set_is_the_empty_value_as_in_apimachinery() -> None:
     assert parse("app in ()").matches({"app": ""})
     assert not parse("app in ()").matches({"app": "web"})
+
+
+def test_a_remembered_selector_is_the_one_parse_gives() -> None:
+    text = "app=web,tier notin (cache),!canary"
+    first = parse_cached(text)
+    assert first == parse(text)
+    assert parse_cached(text) is first
+
+
+def test_a_refused_selector_is_refused_every_time_with_parses_message() -> None:
+    with pytest.raises(SelectorError) as plain:
+        parse("app=web,,")
+    for _ in range(2):
+        with pytest.raises(SelectorError) as cached:
+            parse_cached("app=web,,")
+        assert str(cached.value) == str(plain.value)
