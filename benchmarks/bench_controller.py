@@ -15,6 +15,7 @@ only; each phase is bounded in time.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -238,9 +239,7 @@ class Run:
 
 def median_run(runs: list[Run]) -> Run:
     """Each figure's median over the rounds (CPU and RSS separately: one noisy round moves neither)."""
-    return Run(
-        *(statistics.median(getattr(r, f) for r in runs) for f in ("rate", "p50", "p99", "cpu_ms", "rss"))
-    )
+    return Run(*(statistics.median(getattr(r, f.name) for r in runs) for f in dataclasses.fields(Run)))
 
 
 def py_spy() -> str:

@@ -7,6 +7,7 @@ the status to write, the events to emit and the memory (history) for the next re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -43,15 +44,6 @@ class Decision:
         }
 
 
-def history_to_wire(h: History) -> JSON:
-    out: JSON = {}
-    if h.recommendations is not None:
-        out["recommendations"] = [recommendation_to_wire(r) for r in h.recommendations]
-    out["scaleUpEvents"] = [event_to_wire(e) for e in h.scale_up_events]
-    out["scaleDownEvents"] = [event_to_wire(e) for e in h.scale_down_events]
-    return out
-
-
 def recommendation_to_wire(r: Recommendation) -> JSON:
     return {"replicas": r.replicas, "timestamp": format_time(r.timestamp)}
 
@@ -62,6 +54,21 @@ def event_to_wire(e: ScaleEvent) -> JSON:
         "timestamp": format_time(e.timestamp),
         **({"outdated": True} if e.outdated else {}),
     }
+
+
+def history_to_wire(
+    h: History,
+    recommendation: Callable[[Recommendation], JSON] = recommendation_to_wire,
+    event: Callable[[ScaleEvent], JSON] = event_to_wire,
+) -> JSON:
+    """The memory as a document; ``recommendation`` and ``event`` make each entry (the live
+    controller's memo passes ones that reuse the entries of its last document)."""
+    out: JSON = {}
+    if h.recommendations is not None:
+        out["recommendations"] = [recommendation(r) for r in h.recommendations]
+    out["scaleUpEvents"] = [event(e) for e in h.scale_up_events]
+    out["scaleDownEvents"] = [event(e) for e in h.scale_down_events]
+    return out
 
 
 def set_status(

@@ -17,14 +17,16 @@ takes the ``History`` it stands for. Offline (no memo) everything is parsed as w
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from .decision import event_to_wire, recommendation_to_wire
+from .decision import event_to_wire, history_to_wire, recommendation_to_wire
 from .model import JSON, History, Pod, Settings
 from .parse import parse_history, parse_pod, parse_settings
 from .reader import _Reader
 
 Key = tuple[str, str]
+T = TypeVar("T")
 
 
 class ParseMemo:
@@ -64,17 +66,16 @@ class ParseMemo:
         before = old[2] if old is not None else {}
         entries: dict[int, tuple[Any, JSON]] = {}
 
-        def wire(item: Any, make: Any) -> JSON:
-            hit = before.get(id(item))
-            entry: JSON = hit[1] if hit is not None and hit[0] is item else make(item)
-            entries[id(item)] = (item, entry)
+        def reusing(make: Callable[[T], JSON]) -> Callable[[T], JSON]:
+            def entry(item: T) -> JSON:
+                hit = before.get(id(item))
+                out: JSON = hit[1] if hit is not None and hit[0] is item else make(item)
+                entries[id(item)] = (item, out)
+                return out
+
             return entry
 
-        doc: JSON = {}
-        if history.recommendations is not None:
-            doc["recommendations"] = [wire(x, recommendation_to_wire) for x in history.recommendations]
-        doc["scaleUpEvents"] = [wire(e, event_to_wire) for e in history.scale_up_events]
-        doc["scaleDownEvents"] = [wire(e, event_to_wire) for e in history.scale_down_events]
+        doc = history_to_wire(history, reusing(recommendation_to_wire), reusing(event_to_wire))
         if old is None and len(self._histories) >= self.limit:
             self._histories.clear()
         self._histories[key] = (doc, history, entries)

@@ -50,7 +50,7 @@ class Observer:
 
     def __post_init__(self) -> None:
         # one document for the flags, the same object every reconcile (the memo parses it once)
-        self._doc = assemble.settings_to_wire(self.settings)
+        self._settings_doc = assemble.settings_to_wire(self.settings)
 
     async def _scale(self, hpa: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, str | None]:
         ref = hpa.get("spec", {}).get("scaleTargetRef") or {}
@@ -96,7 +96,7 @@ class Observer:
             metrics,
             history,
             history_doc,
-            self._doc,
+            self._settings_doc,
         )
         if len(selecting) > 1:
             snap["selectingHPAs"] = selecting
