@@ -112,9 +112,9 @@ class DemoApp:
                 len(pods)
             )
             for name, (created, ready) in pods.items():
-                lines[f'kube_pod_created{{namespace="{ns}",pod="{name}"}}'] = f"{created:g}"
+                lines[f'kube_pod_created{{namespace="{ns}",pod="{name}"}}'] = f"{created:.0f}"
                 if ready is not None:
-                    lines[f'kube_pod_status_ready_time{{namespace="{ns}",pod="{name}"}}'] = f"{ready:g}"
+                    lines[f'kube_pod_status_ready_time{{namespace="{ns}",pod="{name}"}}'] = f"{ready:.0f}"
             self.exporter.lines = lines  # one swap: a scrape never sees half an update
             time.sleep(0.5)
 

@@ -13,6 +13,7 @@ Prometheus client (the import contracts allow exactly these edges).
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -217,17 +218,22 @@ async def pod_startup(
 ) -> tuple[timedelta, int] | None:
     """How long the workload's pods took from creation to ready, from kube-state-metrics
     (``kube_pod_status_ready_time - kube_pod_created``): the median over the pods seen in the
-    range, and how many there were. None when Prometheus has neither metric."""
+    range, and how many there were. None when Prometheus has neither metric.
+
+    One evaluation at ``end`` over the whole range (``max_over_time``) sees every pod with a
+    sample in it, however short its life: evaluating on a grid of steps missed the pods that
+    came and went between two steps (a 50-step grid over a day is half an hour a step)."""
     sel = f'namespace="{namespace}"'
-    query = f"kube_pod_status_ready_time{{{sel}}} - on(namespace, pod) kube_pod_created{{{sel}}}"
-    coarse = max((end - start) / 50, timedelta(seconds=1))
+    window = f"{max(1, math.ceil((end - start).total_seconds() * 1000))}ms"
+    query = (
+        f"max_over_time(kube_pod_status_ready_time{{{sel}}}[{window}])"
+        f" - on(namespace, pod) max_over_time(kube_pod_created{{{sel}}}[{window}])"
+    )
     latest: dict[str, float] = {}
     pods = re.compile(pod_regex)
-    for labels, values in await prom.query_range(query, start, end, coarse):
+    for labels, values in await prom.query_range(query, end, end, timedelta(seconds=1)):
         if values and pods.match(labels.get("pod", "")):
             latest[labels["pod"]] = values[-1][1]
-    if not latest:
-        return None
     ordered = sorted(v for v in latest.values() if v >= 0)
     if not ordered:
         return None
