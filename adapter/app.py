@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-import aiohttp
 import orjson
 import structlog
 from aiohttp import web
@@ -26,6 +25,7 @@ from .backends import label as backend_label
 from .config import Config
 from .health import Health, inflight_limiter, probe_routes
 from .promapi import PrometheusAPI, PrometheusTimeout, PrometheusUnavailable
+from .promhttp import Connections
 from .promql import QueryError
 from .providers import ObjectLister, Providers
 from .registry import Registry
@@ -126,15 +126,11 @@ async def _dispatch(providers: Providers, req: MetricRequest) -> dict[str, Any]:
     return await providers.nodes(req)
 
 
-def prometheus_session() -> aiohttp.ClientSession:
-    """The serving loop's HTTP session to Prometheus (queries and discovery)."""
-    # no gzip: answers cross loopback or a cluster network, where compressing them costs
-    # Prometheus (and us) more CPU than the bytes cost; no cookies to keep
-    return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=0),
-        cookie_jar=aiohttp.DummyCookieJar(),
-        skip_auto_headers=("Accept-Encoding",),
-    )
+def prometheus_session() -> Connections:
+    """The serving loop's connections to Prometheus (queries and discovery)."""
+    # no gzip asked for: answers cross loopback or a cluster network, where compressing them
+    # costs Prometheus (and us) more CPU than the bytes cost
+    return Connections()
 
 
 def build_app(
@@ -152,7 +148,7 @@ def build_app(
     max_age: timedelta = timedelta(minutes=10),
     config_path: str | None = None,
     reload_interval: float = 0,
-    session: aiohttp.ClientSession | None = None,
+    session: Connections | None = None,
     first_discovery: asyncio.Task[None] | None = None,
 ) -> web.Application:
     """The metrics APIs' application. ``session`` (``prometheus_session``, already attached to
@@ -267,7 +263,7 @@ def build_app(
             await task
 
     async def prometheus_http(_: web.Application) -> AsyncIterator[None]:
-        """The hot path's HTTP session to every backend, for as long as the app serves."""
+        """The hot path's connections to every backend, for as long as the app serves."""
         if session is not None:  # the caller's
             yield
             return

@@ -1,10 +1,11 @@
 """Prometheus access: cached, coalesced, under one deadline, never blocking the event loop.
 
 Two transports under one set of rules. While the adapter serves, instant queries and series
-discovery -- the hot path -- go over the serving loop's own aiohttp session (``attach``):
-measured against a real Prometheus, prometheus-api-client in a thread cost 1.8-2.1 ms of
-adapter CPU per query and capped a client at ~360 queries/s where aiohttp took 0.5-0.7 ms
-and ~720/s (benchmarks/side_by_side.py shows the serving figures). Everything else (range
+discovery -- the hot path -- go over the serving loop's own kept-alive connections
+(``attach``, ``promhttp``): measured against a real Prometheus, prometheus-api-client in a
+thread cost 1.8-2.1 ms of adapter CPU per query and capped a client at ~360 queries/s, an
+aiohttp session on the loop 0.5-0.7 ms then (~175 us once the rest was trimmed), promhttp
+~40 us (benchmarks/side_by_side.py shows the serving figures). Everything else (range
 queries for the replay, label names, the health check, and any use outside a serving
 app, such as ``check-config``) stays on prometheus-api-client, synchronous (requests), in a
 thread of this client's own pool, never the loop's default one (``promsync``, loaded on
@@ -38,11 +39,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-import aiohttp
 import orjson
 from cachetools import TTLCache
 
 from .promapi import PrometheusRejected, PrometheusTimeout, PrometheusUnavailable, Sample, gather_all
+from .promhttp import Connections, Origin
 
 if TYPE_CHECKING:
     from .promsync import SyncTransport
@@ -92,12 +93,12 @@ class PrometheusSettings:
 
 
 def _ssl_context(s: PrometheusSettings) -> ssl.SSLContext | bool:
-    """The aiohttp side's TLS: the same CA, client certificate and verification as requests'."""
+    """The loop side's TLS: the same CA, client certificate and verification as requests'."""
     if s.insecure_skip_verify:
         return False
     if not s.ca_file and not s.client_cert:
-        # aiohttp's own verified context (the system's CAs, made once at its import): another
-        # one per backend would read the system bundle again, ~16 ms of start-up each
+        # one verified context with the system's CAs for every such backend (promhttp's, made
+        # on first use): another per backend would read the system bundle again, ~16 ms each
         return True
     ctx = ssl.create_default_context(cafile=s.ca_file)
     if s.client_cert:
@@ -118,10 +119,11 @@ class Prometheus:
         self.settings = settings
         self._sync: SyncTransport | None = None  # made on first use (``_transport``)
         self._params = dict(settings.params)
-        self._http: aiohttp.ClientSession | None = None
+        self._http: Connections | None = None
+        self._origin_parsed: Origin | None = None
         self._ssl = _ssl_context(settings)
         self._token_read: tuple[float, str] | None = None
-        self._headers = dict(settings.headers)  # the aiohttp side's, Basic auth encoded once
+        self._headers = dict(settings.headers)  # the loop side's, Basic auth encoded once
         if settings.basic_auth:
             user, password = settings.basic_auth
             basic = base64.b64encode(f"{user}:{password}".encode()).decode()
@@ -166,7 +168,7 @@ class Prometheus:
             except TimeoutError:
                 error = TimeoutError()
                 break  # the deadline is spent: no retry can fit
-            except (ConnectionError, TransportError, aiohttp.ClientError, PrometheusHTTPError) as e:
+            except (OSError, TransportError, PrometheusHTTPError) as e:  # refused, reset, TLS, DNS
                 error = e
                 continue
             except (ValueError, KeyError) as e:  # an answer that is not Prometheus' JSON
@@ -188,31 +190,31 @@ class Prometheus:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def attach(self, session: aiohttp.ClientSession | None) -> None:
-        """Serve instant queries and series over ``session`` (the serving loop's), or stop."""
-        self._http = session
+    def attach(self, connections: Connections | None) -> None:
+        """Serve instant queries and series over ``connections`` (the serving loop's), or stop."""
+        self._http = connections
 
     async def _get_json(self, path: str, params: dict[str, str], left: float, post: bool) -> Any:
-        """One call to the HTTP API over the attached session: the ``data`` of the answer, or
-        the same errors prometheus-api-client raises (so one error mapping serves both)."""
+        """One call to the HTTP API over the attached connections: the ``data`` of the answer,
+        or the same errors prometheus-api-client raises (so one error mapping serves both)."""
         assert self._http is not None
-        s = self.settings
-        headers = dict(self._headers)
-        if s.token_file:
-            headers["Authorization"] = "Bearer " + self._token()
-        url = f"{s.url.rstrip('/')}{path}"
-        timeout = aiohttp.ClientTimeout(total=left)
-        if post:  # encoded here: aiohttp's form machinery cost ~12 us a query (measured)
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-            form = urllib.parse.urlencode(params).encode()
-            call = self._http.post(url, data=form, headers=headers, ssl=self._ssl, timeout=timeout)
+        headers = self._headers
+        if self.settings.token_file:
+            headers = {**headers, "Authorization": "Bearer " + self._token()}
+        query = urllib.parse.urlencode(params)
+        if post:
+            headers = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
+            status, body = await self._http.request(self._origin(), "POST", path, headers, query.encode())
         else:
-            call = self._http.get(url, params=params, headers=headers, ssl=self._ssl, timeout=timeout)
-        async with call as response:
-            body = await response.read()
-            if response.status != 200:
-                raise PrometheusHTTPError(response.status, body)
+            status, body = await self._http.request(self._origin(), "GET", f"{path}?{query}", headers)
+        if status != 200:
+            raise PrometheusHTTPError(status, body)
         return orjson.loads(body)["data"]
+
+    def _origin(self) -> Origin:
+        if self._origin_parsed is None:
+            self._origin_parsed = Origin.of(self.settings.url, self._ssl)
+        return self._origin_parsed
 
     def _token(self) -> str:
         """The bearer token file, re-read at most every 10 s: projected tokens rotate."""
@@ -362,7 +364,7 @@ class Prometheus:
 
 def _retryable(e: BaseException | None) -> bool:
     """A refused or reset connection, or a 502/503/504: worth one more try, if time is left."""
-    if isinstance(e, ConnectionError | aiohttp.ClientConnectionError):
+    if isinstance(e, ConnectionError):
         return True
     return isinstance(e, PrometheusHTTPError) and e.status in _RETRYABLE_STATUS
 

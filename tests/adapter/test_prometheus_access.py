@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import aiohttp
 import pytest
 
 from adapter.config import parse_config
 from adapter.promapi import PrometheusUnavailable
 from adapter.prometheus import Prometheus, PrometheusSettings
+from adapter.promhttp import Connections
 from tests.support import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
 
 
@@ -258,17 +258,17 @@ def test_startup_mistakes_are_one_clean_error(flags: list[str], message: str, tm
     assert "Traceback" not in text
 
 
-TRANSPORTS = ["threads", "aiohttp"]  # prometheus-api-client in the pool; the serving loop's session
+TRANSPORTS = ["threads", "loop"]  # prometheus-api-client in the pool; the serving loop's connections
 
 
 def run_query(p: Prometheus, transport: str, promql: str) -> list[float]:
-    """``promql`` through ``p`` over one transport (the app attaches its session while serving)."""
+    """``promql`` through ``p`` over one transport (the app attaches its connections while serving)."""
 
     async def go() -> list[float]:
         if transport == "threads":
             return [s.value for s in await p.query(promql)]
-        async with aiohttp.ClientSession() as session:
-            p.attach(session)
+        async with Connections() as connections:
+            p.attach(connections)
             try:
                 return [s.value for s in await p.query(promql)]
             finally:

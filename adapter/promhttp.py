@@ -1,0 +1,279 @@
+"""HTTP/1.1 to Prometheus on the serving loop: kept-alive connections, requests framed here,
+answers parsed by httptools (llhttp, in C).
+
+Why not aiohttp's client (which it replaced on this path): measured against a real
+Prometheus on one loop, an instant query cost ~175 us of the adapter's CPU through an aiohttp
+ClientSession and ~40 us this way (``benchmarks`` and docs/adapter.md have the serving
+figures). aiohttp's client carries a general-purpose machinery -- cookie jars, tracing,
+redirects, proxies, multidict headers, URL objects, timers per request -- that a call to
+one known HTTP API with a fixed set of headers never uses, and on the external-metrics path
+it was a third of the adapter's CPU per request. aiohttp still serves the APIs and talks to
+Kubernetes; prometheus-api-client still carries everything off the hot path.
+
+What is covered: GET and POST with any headers, ``http`` and ``https`` (the client's own TLS
+context), a path prefix in the URL (Thanos, Mimir, a proxy's route), answers with a
+Content-Length, chunked or ending with the connection, ``Connection: close``, gzip or deflate
+should a proxy compress regardless of the request. Deadlines are the caller's
+(``asyncio.timeout``): a cancelled exchange closes its connection, never returns it to the pool.
+A kept-alive connection the server closed while it waited is noticed (``connection_lost``) and
+dropped; one that fails before the first byte of its answer is retried once on a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import urllib.parse
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import httptools
+
+__all__ = ["Connections", "Origin", "ProtocolError"]
+
+MAX_IDLE = 256  # kept-alive connections per origin (Prometheus takes 512 by default); more close
+
+
+class ProtocolError(ConnectionError):
+    """An answer that is not HTTP/1.1 as we read it (the connection is closed)."""
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a backend listens, parsed once: the connection pool's key."""
+
+    scheme: str
+    host: str
+    port: int
+    prefix: str  # the URL's path, without a trailing slash ("" for none)
+    tls: ssl.SSLContext | None
+
+    @classmethod
+    def of(cls, url: str, verify: ssl.SSLContext | bool = True) -> Origin:
+        """``verify`` as the settings have it: a context, True (the system's CAs) or False."""
+        u = urllib.parse.urlsplit(url)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        tls: ssl.SSLContext | None = None
+        if u.scheme == "https":
+            tls = verify if isinstance(verify, ssl.SSLContext) else _default_tls(verify)
+        port = u.port or (443 if u.scheme == "https" else 80)
+        return cls(u.scheme, u.hostname, port, u.path.rstrip("/"), tls)
+
+    @property
+    def host_header(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+
+_TLS: dict[bool, ssl.SSLContext] = {}
+
+
+def _default_tls(verify: bool) -> ssl.SSLContext:
+    """One context per verification mode, made on first use (each reads the CA bundle)."""
+    ctx = _TLS.get(verify)
+    if ctx is None:
+        ctx = ssl.create_default_context()
+        if not verify:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        _TLS[verify] = ctx
+    return ctx
+
+
+class _Connection(asyncio.Protocol):
+    """One kept-alive connection; one exchange at a time."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self._parser = httptools.HttpResponseParser(self)
+        self._waiter: asyncio.Future[tuple[int, bytes]] | None = None
+        self._body: list[bytes] = []
+        self._encoding = b""
+        self._framed = False  # a Content-Length or chunked answer: its end is in the stream
+        self._started = False  # a byte of the answer arrived
+        self._headers_done = False
+        self.keep_alive = True
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self._waiter is None:  # nothing asked: not a server we can keep talking to
+            self.close()
+            return
+        self._started = True
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as e:
+            self._fail(ProtocolError(f"malformed HTTP answer: {e}"))
+            self.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._waiter is None or self._waiter.done():
+            return
+        if self._headers_done and not self._framed:
+            self._complete()  # an answer that ends with its connection
+            return
+        why = f": {exc}" if exc else ""
+        self._fail(ConnectionResetError(f"connection closed before the answer ended{why}"))
+
+    # httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()
+        if name == b"content-encoding":
+            self._encoding = value.strip().lower()
+        elif name in (b"content-length", b"transfer-encoding"):
+            self._framed = True
+
+    def on_headers_complete(self) -> None:
+        self._headers_done = True
+
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        self.keep_alive = self._parser.should_keep_alive()
+        self._complete()
+
+    def _complete(self) -> None:
+        waiter, body = self._waiter, b"".join(self._body)
+        self._waiter, self._body = None, []
+        if waiter is None or waiter.done():
+            return
+        try:
+            body = _decoded(self._encoding, body)
+        except (ValueError, zlib.error) as e:
+            waiter.set_exception(ProtocolError(str(e)))
+            self.keep_alive = False
+            return
+        waiter.set_result((self._parser.get_status_code(), body))
+
+    def _fail(self, error: Exception) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(error)
+
+    async def exchange(self, request: bytes) -> tuple[int, bytes]:
+        assert self.transport is not None
+        self._waiter = asyncio.get_running_loop().create_future()
+        self._body, self._encoding = [], b""
+        self._framed = self._started = self._headers_done = False
+        self.transport.write(request)
+        return await self._waiter
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+
+def _decoded(encoding: bytes, body: bytes) -> bytes:
+    if not encoding or encoding == b"identity":
+        return body
+    if encoding in (b"gzip", b"x-gzip"):
+        return zlib.decompress(body, wbits=16 + zlib.MAX_WBITS)
+    if encoding == b"deflate":
+        return zlib.decompress(body)
+    raise ValueError(f"unsupported Content-Encoding {encoding.decode(errors='replace')!r}")
+
+
+def _header_block(headers: Mapping[str, str]) -> bytes:
+    lines = []
+    for name, value in headers.items():
+        if any(c in name or c in value for c in "\r\n\0"):
+            raise ValueError(f"HTTP header {name!r} holds a line break or NUL")
+        lines.append(f"{name}: {value}\r\n")
+    return "".join(lines).encode("latin-1")
+
+
+class Connections:
+    """The serving loop's connections to every backend, pooled per ``Origin``."""
+
+    def __init__(self, user_agent: str = "promhpa-adapter") -> None:
+        self._idle: dict[Origin, list[_Connection]] = {}
+        self._busy: set[_Connection] = set()
+        self._agent = user_agent
+        self._closed = False
+
+    async def __aenter__(self) -> Connections:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+    async def request(
+        self, origin: Origin, method: str, target: str, headers: Mapping[str, str], body: bytes | None = None
+    ) -> tuple[int, bytes]:
+        """``method`` ``origin.prefix + target``: the status and the (decoded) body."""
+        if self._closed:
+            raise ConnectionError("the adapter's Prometheus connections are closed")
+        head = (
+            f"{method} {origin.prefix}{target} HTTP/1.1\r\nHost: {origin.host_header}\r\n"
+            f"User-Agent: {self._agent}\r\n"
+        ).encode("latin-1") + _header_block(headers)
+        if body is not None or method in ("POST", "PUT"):
+            head += b"Content-Length: %d\r\n" % len(body or b"")
+        request = head + b"\r\n" + (body or b"")
+        conn = self._checkout(origin)
+        if conn is not None:
+            try:
+                return await self._exchange(origin, conn, request)
+            except ConnectionError:
+                if conn.started:
+                    raise
+                # a kept-alive connection closed under us before answering: once more, afresh
+        return await self._exchange(origin, await self._connect(origin), request)
+
+    def _checkout(self, origin: Origin) -> _Connection | None:
+        idle = self._idle.get(origin)
+        while idle:
+            conn = idle.pop()
+            if not conn.closed and conn.transport is not None and not conn.transport.is_closing():
+                return conn
+        return None
+
+    async def _connect(self, origin: Origin) -> _Connection:
+        loop = asyncio.get_running_loop()
+        _, conn = await loop.create_connection(
+            _Connection, origin.host, origin.port, ssl=origin.tls,
+            server_hostname=origin.host if origin.tls is not None else None,
+        )  # fmt: skip
+        return conn
+
+    async def _exchange(self, origin: Origin, conn: _Connection, request: bytes) -> tuple[int, bytes]:
+        self._busy.add(conn)
+        try:
+            answer = await conn.exchange(request)
+        except BaseException:
+            conn.close()  # cancelled (the deadline) or failed: its stream is unknown now
+            raise
+        finally:
+            self._busy.discard(conn)
+        idle = self._idle.setdefault(origin, [])
+        if conn.keep_alive and not conn.closed and not self._closed and len(idle) < MAX_IDLE:
+            idle.append(conn)
+        else:
+            conn.close()
+        return answer
+
+    def idle(self, origin: Origin) -> int:
+        """Kept-alive connections waiting (what the pool holds, for tests and metrics)."""
+        return sum(1 for c in self._idle.get(origin, ()) if not c.closed)
+
+    async def close(self) -> None:
+        self._closed = True
+        for conn in [*self._busy, *(c for pool in self._idle.values() for c in pool)]:
+            conn.close()
+        self._idle.clear()
+        await asyncio.sleep(0)  # transports close on the next loop iteration
