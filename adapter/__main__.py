@@ -23,6 +23,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from shared import eventloop
 from shared.durations import DurationError, parse_duration
 from shared.gcpolicy import freeze_startup_heap, pause_collection, resume_collection
 from shared.kube.client import Kube
@@ -488,8 +489,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     a.argv, a.set_aside = args, set_aside
     pause_collection()  # until serving freezes the start-up heap (shared.gcpolicy)
     try:
-        return asyncio.run(serve(a))
-    except ConfigError as e:
+        return eventloop.run(serve(a))
+    except (ConfigError, eventloop.EventLoopError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

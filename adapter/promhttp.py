@@ -27,6 +27,7 @@ import urllib.parse
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 import httptools
 
@@ -100,8 +101,7 @@ class _Connection(asyncio.Protocol):
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
 
     def data_received(self, data: bytes) -> None:
         if self._waiter is None:  # nothing asked: not a server we can keep talking to

@@ -128,9 +128,8 @@ def _live_flags(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import asyncio
-
     from controller.live.runner import Options, run
+    from shared import eventloop
     from shared.logging import configure
 
     configure(json=args.log_format == "json", level=args.log_level)
@@ -159,7 +158,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        return asyncio.run(run(opts))
+        return eventloop.run(run(opts))
+    except eventloop.EventLoopError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except KubeError as e:  # startup: no usable credentials or API server, said in one line
         print(f"error: {e}", file=sys.stderr)
         return 2

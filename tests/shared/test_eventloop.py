@@ -1,0 +1,43 @@
+"""Which event loop the adapter and the controller serve on (shared/eventloop.py)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from shared import eventloop
+
+
+async def loop_module() -> str:
+    return type(asyncio.get_running_loop()).__module__
+
+
+def test_uvloop_serves_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PROMHPA_EVENT_LOOP", raising=False)
+    assert eventloop.chosen() == "uvloop"
+    assert eventloop.run(loop_module()).startswith("uvloop")
+
+
+def test_asyncio_loop_when_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROMHPA_EVENT_LOOP", "asyncio")
+    assert eventloop.run(loop_module()).startswith("asyncio")
+
+
+def test_an_unknown_loop_is_refused_with_the_choices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROMHPA_EVENT_LOOP", "trio")
+    with pytest.raises(
+        eventloop.EventLoopError, match="'trio' is not an event loop: use one of uvloop, asyncio"
+    ):
+        eventloop.run(loop_module())
+
+
+def test_the_adapter_refuses_an_unknown_loop_before_serving(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from adapter.__main__ import main
+
+    monkeypatch.setenv("PROMHPA_EVENT_LOOP", "trio")
+    code = main(["--prometheus-url=http://127.0.0.1:9", "--config=/dev/null", "--insecure-skip-auth"])
+    assert code == 2
+    assert "PROMHPA_EVENT_LOOP='trio' is not an event loop" in capsys.readouterr().err
