@@ -48,6 +48,8 @@ from .rules_webhook import WEBHOOK_PATH
 from .tls import self_signed, server_context
 
 log = structlog.get_logger("adapter")
+# the young GC generation's threshold while serving (CPython's default is 700): see shared/gcpolicy
+YOUNG_GC_THRESHOLD = 10_000
 
 
 def _duration(text: str) -> timedelta:
@@ -439,7 +441,8 @@ async def _serve(a: argparse.Namespace, closing: contextlib.AsyncExitStack) -> i
         log.error("cannot serve", address=f"{a.bind_address}:{a.secure_port}", error=str(e))
         await runner.cleanup()
         return 2
-    frozen = freeze_startup_heap()  # libraries and configuration: out of every GC pass
+    # libraries and configuration out of every GC pass; cached answers out of most (gcpolicy)
+    frozen = freeze_startup_heap(young_threshold=YOUNG_GC_THRESHOLD)
     probes = ProbeServer(health, a.bind_address, a.health_port) if a.health_port else None
     if probes is not None:
         probes.start()

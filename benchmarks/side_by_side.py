@@ -410,9 +410,14 @@ def start_both(
 ) -> list[Served]:
     out = [spawn(*c, work) for c in commands(cluster, prom, work, RULES, extra)]
     ctx = client_context(cluster)
-    for a in out:
-        probe = paths(distinct=False)[3]
-        wait_until(lambda a=a, probe=probe: _ok(a, probe, ctx), timeout=120, what=f"{a.name} serving")
+    try:
+        for a in out:
+            probe = paths(distinct=False)[3]
+            wait_until(lambda a=a, probe=probe: _ok(a, probe, ctx), timeout=120, what=f"{a.name} serving")
+    except BaseException:
+        for a in out:  # an adapter that never served must not outlive the run (see its log)
+            stop(a)
+        raise
     return out
 
 

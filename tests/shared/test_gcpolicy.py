@@ -14,8 +14,10 @@ from shared.gcpolicy import freeze_startup_heap, pause_collection, resume_collec
 
 @pytest.fixture
 def unfrozen() -> Iterator[None]:
+    thresholds = gc.get_threshold()
     yield
     gc.unfreeze()
+    gc.set_threshold(*thresholds)
 
 
 class Node:
@@ -47,3 +49,20 @@ def test_collection_paused_for_start_up_resumes_when_the_heap_is_frozen(unfrozen
         assert gc.isenabled()
     finally:
         resume_collection()
+
+
+def test_a_young_threshold_raises_only_the_young_generations(unfrozen: None) -> None:
+    _, older, oldest = gc.get_threshold()
+    freeze_startup_heap(young_threshold=10_000)
+    assert gc.get_threshold() == (10_000, older, oldest)
+
+
+def test_a_cycle_is_collected_automatically_under_a_raised_young_threshold(unfrozen: None) -> None:
+    freeze_startup_heap(young_threshold=10_000)
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    gone = weakref.ref(a)
+    del a, b
+    keep = [Node() for _ in range(20_000)]  # kept objects fill the young generation: a pass runs
+    assert gone() is None
+    assert len(keep) == 20_000
