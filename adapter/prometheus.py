@@ -43,7 +43,7 @@ import orjson
 from cachetools import TTLCache
 
 from .promapi import PrometheusRejected, PrometheusTimeout, PrometheusUnavailable, Sample, gather_all
-from .promhttp import Connections, Origin
+from .promhttp import Connections, Origin, form_encode
 
 if TYPE_CHECKING:
     from .promsync import SyncTransport
@@ -201,7 +201,7 @@ class Prometheus:
         headers = self._headers
         if self.settings.token_file:
             headers = {**headers, "Authorization": "Bearer " + self._token()}
-        query = urllib.parse.urlencode(params)
+        query = form_encode(params)
         if post:
             headers = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
             status, body = await self._http.request(self._origin(), "POST", path, headers, query.encode())

@@ -22,6 +22,7 @@ dropped; one that fails before the first byte of its answer is retried once on a
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 import urllib.parse
 import zlib
@@ -31,7 +32,7 @@ from typing import cast
 
 import httptools
 
-__all__ = ["Connections", "Origin", "ProtocolError"]
+__all__ = ["Connections", "Origin", "ProtocolError", "form_encode"]
 
 MAX_IDLE = 256  # kept-alive connections per origin (Prometheus takes 512 by default); more close
 
@@ -186,6 +187,31 @@ def _decoded(encoding: bytes, body: bytes) -> bytes:
     if encoding == b"deflate":
         return zlib.decompress(body)
     raise ValueError(f"unsupported Content-Encoding {encoding.decode(errors='replace')!r}")
+
+
+# application/x-www-form-urlencoded, as urllib.parse.urlencode writes it (quote_plus: nothing
+# safe but the unreserved characters). urllib quotes a string that needs any quoting one byte
+# at a time in Python, and a 1,000-pod regex is 13 KB of it; ASCII text here is quoted with
+# one str.replace per distinct character that needs it ('%' first, ' ' last)
+_NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9_.~-]")
+
+
+def _form_quote(text: str) -> str:
+    if not text.isascii():
+        return urllib.parse.quote_plus(text, safe="")
+    found = set(_NEEDS_QUOTING.findall(text))
+    if not found:
+        return text
+    if "%" in found:
+        text = text.replace("%", "%25")
+    for c in found - {"%", " "}:
+        text = text.replace(c, f"%{ord(c):02X}")
+    return text.replace(" ", "+") if " " in found else text
+
+
+def form_encode(params: Mapping[str, str]) -> str:
+    """``urllib.parse.urlencode(params)``, the same text, faster (see _FORM_TABLE)."""
+    return "&".join(f"{_form_quote(k)}={_form_quote(v)}" for k, v in params.items())
 
 
 def _header_block(headers: Mapping[str, str]) -> bytes:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from adapter.promhttp import Connections, Origin, ProtocolError
+from adapter.promhttp import Connections, Origin, ProtocolError, form_encode
 from tests.support import Exporter, PrometheusProcess, wait_until
 
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -251,3 +251,18 @@ def test_a_non_200_answer_comes_back_with_its_body(prometheus: PrometheusProcess
             return status, json.loads(body)["errorType"]
 
     assert asyncio.run(go()) == (400, "bad_data")
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"query": 'sum(x{namespace="a",pod=~"web-1|web-2"}) by (pod)', "timeout": "9.500"},
+        {"query": "rate(x[5m]) > 0 and on() vector(1) + -2 * 3 / 4 % 5 ^ 6", "dedup": "true"},
+        {"match[]": '{__name__=~"^x_(.*)$",ns!=""}', "start": "1764000000.123"},
+        {"query": 'x{l="ünïcödé ✓",m="tab\there"}', "k y": "v&w=z~_.-"},
+        {"query": "|".join(f"web-{i}-abcde" for i in range(1000))},
+        {"": ""},
+    ],
+)
+def test_form_encoding_is_urllibs(params: dict[str, str]) -> None:
+    assert form_encode(params) == urllib.parse.urlencode(params)

@@ -9,8 +9,8 @@ import pytest
 
 from localcluster import Cluster
 from shared.kube.client import Kube, load
-from shared.kube.informer import Informer, without_managed_fields
-from shared.selectors import parse
+from shared.kube.informer import Informer, namespace_index, without_managed_fields
+from shared.selectors import Selector, parse
 from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
@@ -30,7 +30,10 @@ def names(objs: list[dict[str, object]]) -> list[str]:
     return sorted(o["metadata"]["name"] for o in objs)  # type: ignore[index]
 
 
-SELECTORS = ["app=web", "app in (web,api)", "app=web,tier!=canary", "tier", "!tier", "app notin (web)"]
+SELECTORS = [
+    "app=web", "app in (web,api)", "app=web,tier!=canary", "tier", "!tier", "app notin (web)",
+    "app=web,tier=canary", "app in (web,api),tier in (backend)", "app=web,!tier", "app==api,tier",
+]  # fmt: skip
 
 
 def scan(informer: Informer, selector: str) -> list[str]:
@@ -65,6 +68,14 @@ def test_select_through_the_label_index_equals_a_full_scan(cluster: Cluster) -> 
         for sel in SELECTORS:
             assert names(informer.select(NS, parse(sel))) == scan(informer, sel), sel
         assert names(informer.select(NS, parse("app=web"))) == ["web-1", "web-2"]
+        assert informer.select(NS, Selector(nothing=True)) == []
+        unindexed = Informer(kube, "/api/v1/pods", indexers={"namespace": namespace_index}).start()
+        try:  # without the label index, every requirement is checked object by object
+            assert unindexed.synced.wait(30)
+            for sel in SELECTORS:
+                assert names(unindexed.select(NS, parse(sel))) == scan(informer, sel), sel
+        finally:
+            unindexed.stop()
 
         cluster.kubectl("-n", NS, "label", "pod", "web-1", "app=api", "--overwrite")
         wait_until(lambda: names(informer.select(NS, parse("app=web"))) == ["web-2"], what="relabel seen")
