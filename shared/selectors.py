@@ -269,10 +269,62 @@ class _Parser:
         raise SelectorError(f"found '{lit}', expected: identifier")
 
 
+# The common well-formed shapes, read in one regex match per requirement: ``key``, ``!key``,
+# ``key=value`` (``==``, ``!=``) and ``key in (a,b)`` / ``key notin (a,b)``, with the lexer's
+# whitespace. Every request that carries a distinct selector parsed it token by token
+# (~10 us of the adapter's ~0.2 ms a request); this path takes ~2 us. Whatever it does not
+# read -- errors, empty values, gt/lt, any other character -- goes to the full parser, so
+# results and error messages are the full parser's (a differential test holds them equal).
+_W = "[ \t\r\n]*"
+_FK = "[A-Za-z0-9][-A-Za-z0-9_./]*"
+_FV = "[A-Za-z0-9][-A-Za-z0-9_.]*"
+_FAST_REQUIREMENT = re.compile(
+    rf"{_W}(?:!{_W}(?P<absent>{_FK})|(?P<key>{_FK})(?:{_W}(?P<op>==|!=|=){_W}(?P<value>{_FV})"
+    rf"|[ \t\r\n]+(?P<set>notin|in){_W}\({_W}(?P<values>{_FV}(?:{_W},{_W}{_FV})*){_W}\))?){_W}"
+)
+_FAST_SPLIT = re.compile(rf"{_W},{_W}")
+
+
+def _fast_parse(text: str) -> list[Requirement] | None:
+    """The requirements of a selector in one of the common shapes, or None (not one)."""
+    reqs: list[Requirement] = []
+    pos, n = 0, len(text)
+    while True:
+        m = _FAST_REQUIREMENT.match(text, pos)
+        if m is None:
+            return None
+        absent, key, op, value, set_op, values = m.group("absent", "key", "op", "value", "set", "values")
+        try:
+            if absent is not None:
+                validate_key(absent)
+                reqs.append(Requirement(absent, "!"))
+            elif op is not None:
+                validate_key(key)
+                validate_value(value)
+                reqs.append(Requirement(key, op, (value,)))
+            elif set_op is not None:
+                validate_key(key)
+                vs = _FAST_SPLIT.split(values)
+                for v in vs:
+                    validate_value(v)
+                reqs.append(Requirement(key, set_op, tuple(sorted(set(vs)))))
+            else:
+                validate_key(key)
+                reqs.append(Requirement(key, "exists"))
+        except SelectorError:
+            return None  # the full parser says it the way apimachinery does
+        pos = m.end()
+        if pos == n:
+            return reqs
+        if text[pos] != ",":
+            return None
+        pos += 1
+
+
 def parse(text: str) -> Selector:
     """labels.Parse: the string form of a selector (the empty string selects everything),
     with apimachinery's grammar and its error messages."""
-    reqs = _Parser(text).parse()
+    reqs = (_fast_parse(text) if text else None) or _Parser(text).parse()
     # apimachinery keeps requirements sorted by key; consumers (PromQL) see that order
     return Selector(tuple(sorted(reqs, key=lambda r: r.key)))
 

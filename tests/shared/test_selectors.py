@@ -1,9 +1,14 @@
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from shared.selectors import (
+    Selector,
     SelectorError,
+    _fast_parse,
+    _Parser,
     from_label_selector,
     go_label_selector_string,
     parse,
@@ -127,3 +132,48 @@ def test_a_refused_selector_is_refused_every_time_with_parses_message() -> None:
         with pytest.raises(SelectorError) as cached:
             parse_cached("app=web,,")
         assert str(cached.value) == str(plain.value)
+
+
+def _full_parse(text: str) -> Selector | str:
+    """What the token-by-token parser alone gives: the selector, or its error message."""
+    try:
+        reqs = _Parser(text).parse()
+    except SelectorError as e:
+        return str(e)
+    return Selector(tuple(sorted(reqs, key=lambda r: r.key)))
+
+
+def _fast_then_full(text: str) -> Selector | str:
+    try:
+        return parse(text)
+    except SelectorError as e:
+        return str(e)
+
+
+# the grammar's pieces and its near misses: every token, whitespace of each kind, and
+# characters no key or value may hold
+_PIECES = [
+    "app", "a", "in", "notin", "web", "x1", "k8s.io/name", "A_b", "-x", "x-", "é", "9",
+    "=", "==", "!=", "!", "(", ")", ",", ">", "<", " ", "  ", "\t", "\n", "\r", "", "/", ".",
+]  # fmt: skip
+
+
+def test_the_fast_path_reads_every_selector_as_the_full_parser_does() -> None:
+    rng = random.Random(1234)
+    shapes = ["{k}={v}", "{k}=={v}", "{k}!={v}", "{k} in ({v},{v})", "{k} notin ({v})", "!{k}", "{k}"]
+    fast_taken = 0
+    for _ in range(20_000):
+        if rng.random() < 0.5:  # well-formed-looking requirements, joined, with noise spliced in
+            reqs = [
+                rng.choice(shapes).format(k=rng.choice(_PIECES[:10]), v=rng.choice(_PIECES[:10]))
+                for _ in range(rng.randint(1, 3))
+            ]
+            text = rng.choice([",", ", ", " ,"]).join(reqs)
+            if rng.random() < 0.3:
+                at = rng.randint(0, len(text))
+                text = text[:at] + rng.choice(_PIECES) + text[at:]
+        else:  # any sequence of the pieces
+            text = "".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 8)))
+        fast_taken += _fast_parse(text) is not None
+        assert _fast_then_full(text) == _full_parse(text), text
+    assert fast_taken > 4_000  # the fast path was exercised, not just the fallback
