@@ -79,9 +79,30 @@ class AdapterMetrics:
         )
         self.rules_loaded.set_to_current_time()
 
+        # labelled children looked up once per label set: ``labels()`` validates and locks on
+        # every call (~1 us each, four a request); the label sets are few and fixed
+        self._children: dict[tuple[object, ...], Any] = {}
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        key = (metric, *labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
+
     def observe_query(self, kind: str, seconds: float, ok: bool) -> None:
-        self.queries.labels(kind, "success" if ok else "error").inc()
-        self.query_latency.labels(kind).observe(seconds)
+        self.child(self.queries, kind, "success" if ok else "error").inc()
+        self.child(self.query_latency, kind).observe(seconds)
+
+    def count_cache_hits_of(self, prometheus: object) -> None:
+        """The cache-hits gauge reads the clients' own count when scraped (every backend's,
+        through ``Backends``), instead of being set on every request."""
+        self.cache_hits.set_function(lambda: float(getattr(prometheus, "cache_hits", 0)))
+
+    def served(self, group: str, code: int, seconds: float) -> None:
+        """One API request answered: its count by group and code, and its latency."""
+        self.child(self.requests, group, str(code)).inc()
+        self.child(self.latency, group).observe(seconds)
 
 
 STATE: web.AppKey[dict[str, Any]] = web.AppKey("state", dict)
@@ -161,6 +182,7 @@ def build_app(
     limiter = inflight_limiter(max_inflight, lambda: m.requests.labels("", "429").inc())
     app = web.Application(middlewares=[_status_errors, limiter, *(middlewares or [])])
     app[STATE] = {"metrics": m, "registry": registry, "health": health}
+    m.count_cache_hits_of(prometheus)
 
     async def apis(_: web.Request) -> web.Response:
         return _json(
@@ -193,9 +215,7 @@ def build_app(
             code = 503
             return _error(503, "ServiceUnavailable", str(e))
         finally:
-            m.requests.labels(group, str(code)).inc()
-            m.latency.labels(group).observe(time.monotonic() - start)
-            m.cache_hits.set(getattr(prometheus, "cache_hits", 0))
+            m.served(group, code, time.monotonic() - start)
 
     async def own_metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(m.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})

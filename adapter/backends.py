@@ -74,6 +74,11 @@ class Backends:
     def names(self) -> list[str]:
         return ["", *self._clients]
 
+    @property
+    def cache_hits(self) -> int:
+        """Queries every backend answered from its cache or an in-flight twin."""
+        return sum(getattr(c, "cache_hits", 0) for c in [self.default, *self._clients.values()])
+
     def close(self) -> None:
         for name in list(self._clients):
             _close(self._clients.pop(name))

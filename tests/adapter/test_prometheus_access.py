@@ -13,7 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from adapter.config import parse_config
+from prometheus_client import generate_latest
+
+from adapter.app import AdapterMetrics
+from adapter.backends import Backends
+from adapter.config import Backend, parse_config
 from adapter.promapi import PrometheusUnavailable
 from adapter.prometheus import Prometheus, PrometheusSettings
 from adapter.promhttp import Connections
@@ -50,6 +54,22 @@ def test_results_are_reused_for_the_cache_ttl(prometheus: PrometheusProcess) -> 
     asyncio.run(twice())
     assert calls == ["query"]
     assert prom.cache_hits == 1
+
+
+def test_the_cache_hits_gauge_counts_every_backends_hits(prometheus: PrometheusProcess) -> None:
+    default, _ = counting(prometheus, ttl=60)
+    other, _ = counting(prometheus, ttl=60)
+    backends = Backends(default, lambda spec: other, [Backend(name="team-b", url=prometheus.url)])
+    metrics = AdapterMetrics()
+    metrics.count_cache_hits_of(backends)  # as build_app does with the serving adapter's backends
+
+    async def repeated() -> None:
+        for client in (backends.get(""), backends.get("team-b")):
+            for _ in range(3):
+                await client.query("vector(9)")
+
+    asyncio.run(repeated())
+    assert "promhpa_adapter_query_cache_hits 4.0" in generate_latest(metrics.registry).decode()
 
 
 @pytest.fixture
