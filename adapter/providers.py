@@ -8,6 +8,7 @@ uses a watch-backed cache of Kubernetes objects; without one (local use) only se
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -27,7 +28,7 @@ from .wire import CUSTOM, EXTERNAL, RESOURCE, item_builder, milli_quantity, time
 class ObjectLister(Protocol):
     async def names(
         self, namespace: str | None, gr: GroupResource, selector: Selector | None
-    ) -> list[str]: ...
+    ) -> Sequence[str]: ...
 
 
 def _selector_json(sel: Selector | None) -> dict[str, Any] | None:

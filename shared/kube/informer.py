@@ -69,6 +69,10 @@ class Informer:
     # ``transform`` before the next is read, so the peak memory of a relist is one page of
     # whole objects instead of the whole list (20,000 pods: ~10 KB of JSON each)
     page_size: int = 500
+    # moves whenever what ``select`` can answer changes -- an object added or removed, or its
+    # namespace or labels changed -- and not when only the rest of an object does (a pod's
+    # status): readers may keep a selection's result for as long as it stays put
+    selection_generation: int = 0
 
     def start(self) -> Informer:
         threading.Thread(target=self._run, name=f"informer{self.path}", daemon=True).start()
@@ -153,6 +157,8 @@ class Informer:
     def _index(self, key: Key, obj: dict[str, Any] | None) -> None:
         """Point the indexes at ``obj`` (None: forget ``key``); caller holds the lock."""
         old = self.objects.get(key)
+        if old is None or obj is None or _labels(old) != _labels(obj):
+            self.selection_generation += 1
         if old is not None:
             for name, fn in self.indexers.items():
                 index = self._indexes.get(name, {})
@@ -183,6 +189,7 @@ class Informer:
                     _add_to_indexes(indexes, self.indexers, k, o)
                 with self._lock:  # one swap: readers never see a half-built cache
                     self.objects, self._indexes = fresh, indexes
+                    self.selection_generation += 1
                 self.relists += 1
                 for obj in gone:
                     self._notify("DELETED", obj)
@@ -240,6 +247,10 @@ def _add_to_indexes(
         index = indexes.setdefault(name, {})
         for value in fn(obj):
             index.setdefault(value, set()).add(key)
+
+
+def _labels(obj: dict[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("labels") or {}
 
 
 def _matches(obj: dict[str, Any], selector: str) -> bool:

@@ -1,0 +1,79 @@
+"""Object names for ``*`` + ``labelSelector`` against the real kube-apiserver: a selection is
+kept while it cannot have changed, and follows every change that can change it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from adapter.naming import PODS
+from adapter.objects import ObjectCache
+from localcluster import Cluster
+from shared.kube.client import Kube, load
+from shared.selectors import parse
+from tests.support import wait_until
+
+pytestmark = pytest.mark.cluster
+NS = "objects-kept"
+
+
+def pod(name: str, labels: dict[str, str]) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
+    }
+
+
+@pytest.fixture
+def objects(cluster: Cluster) -> Iterator[ObjectCache]:
+    cluster.kubectl("create", "namespace", NS, check=False)
+    items = [pod("web-1", {"app": "web"}), pod("web-2", {"app": "web"}), pod("api-1", {"app": "api"})]
+    cluster.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    )
+    cache = ObjectCache(Kube(load(str(cluster.kubeconfig))))
+    yield cache
+    cache.close()
+    cluster.kubectl("delete", "namespace", NS, "--wait=false")
+
+
+def web(cache: ObjectCache) -> Sequence[str]:
+    return asyncio.run(cache.names(NS, PODS, parse("app=web")))
+
+
+def resource_version(cache: ObjectCache, name: str) -> str:
+    obj = cache._informers[PODS].get(NS, name)
+    assert obj is not None
+    return str(obj["metadata"]["resourceVersion"])
+
+
+def test_a_selection_is_kept_until_an_object_or_its_labels_change(
+    cluster: Cluster, objects: ObjectCache
+) -> None:
+    wait_until(lambda: list(web(objects)) == ["web-1", "web-2"], what="both web pods listed")
+    kept = web(objects)
+    assert web(objects) is kept  # nothing changed: the same answer, not selected again
+
+    # a change that no selection can see (an annotation) keeps it
+    informer = objects._informers[PODS]
+    before = informer.selection_generation
+    version = resource_version(objects, "web-1")
+    cluster.kubectl("-n", NS, "annotate", "pod", "web-1", "note=x")
+    wait_until(lambda: resource_version(objects, "web-1") != version, what="the annotation seen")
+    assert informer.selection_generation == before
+    assert web(objects) is kept
+
+    # a relabel, a new pod and a deletion each change the answer
+    cluster.kubectl("-n", NS, "label", "pod", "web-1", "app=api", "--overwrite")
+    wait_until(lambda: list(web(objects)) == ["web-2"], what="the relabel seen")
+    new = {"apiVersion": "v1", "kind": "List", "items": [pod("web-3", {"app": "web"})]}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(new))
+    wait_until(lambda: list(web(objects)) == ["web-2", "web-3"], what="the new pod seen")
+    cluster.kubectl("-n", NS, "delete", "pod", "web-2", "--grace-period=0", "--force")
+    wait_until(lambda: list(web(objects)) == ["web-3"], what="the deletion seen")
+    assert list(asyncio.run(objects.names(NS, PODS, parse("app=api")))) == ["api-1", "web-1"]
