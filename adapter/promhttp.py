@@ -22,7 +22,6 @@ dropped; one that fails before the first byte of its answer is retried once on a
 from __future__ import annotations
 
 import asyncio
-import re
 import ssl
 import urllib.parse
 import zlib
@@ -191,26 +190,30 @@ def _decoded(encoding: bytes, body: bytes) -> bytes:
 
 # application/x-www-form-urlencoded, as urllib.parse.urlencode writes it (quote_plus: nothing
 # safe but the unreserved characters). urllib quotes a string that needs any quoting one byte
-# at a time in Python, and a 1,000-pod regex is 13 KB of it; ASCII text here is quoted with
-# one str.replace per distinct character that needs it ('%' first, ' ' last)
-_NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9_.~-]")
+# at a time in Python, and a 1,000-pod regex is 13 KB of it. ASCII text here is quoted with
+# one str.replace per distinct character that needs it ('%' first, ' ' last); which ones
+# those are is found by deleting every safe byte in one bytes.translate (C, a table lookup
+# a byte: 13 KB in a few microseconds, where a regex findall built a string per match)
+_SAFE = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~-"
+_ENCODED = {c: f"%{c:02X}" for c in range(128)}
 
 
 def _form_quote(text: str) -> str:
     if not text.isascii():
         return urllib.parse.quote_plus(text, safe="")
-    found = set(_NEEDS_QUOTING.findall(text))
+    found = set(text.encode("ascii").translate(None, _SAFE))
     if not found:
         return text
-    if "%" in found:
+    if 0x25 in found:  # '%' before anything that would put one in
         text = text.replace("%", "%25")
-    for c in found - {"%", " "}:
-        text = text.replace(c, f"%{ord(c):02X}")
-    return text.replace(" ", "+") if " " in found else text
+    for c in found:
+        if c != 0x25 and c != 0x20:
+            text = text.replace(chr(c), _ENCODED[c])
+    return text.replace(" ", "+") if 0x20 in found else text
 
 
 def form_encode(params: Mapping[str, str]) -> str:
-    """``urllib.parse.urlencode(params)``, the same text, faster (see _FORM_TABLE)."""
+    """``urllib.parse.urlencode(params)``, the same text, faster (see _form_quote)."""
     return "&".join(f"{_form_quote(k)}={_form_quote(v)}" for k, v in params.items())
 
 

@@ -10,6 +10,7 @@ a crafted name there widens the query.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,11 +34,24 @@ _NEEDS_ESCAPE = re.compile(r'[\\"\x00-\x1f\x7f]')
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+# Values at least this long -- the alternation of a selection's object names -- come back
+# on every request for the same selection (an HPA's, every sync period): each is escaped and
+# quoted once and remembered. Shorter ones are cheaper to do again than to look up.
+_REMEMBERED = 512
+
+
 def quote(value: str) -> str:
     """A PromQL double-quoted string literal for any text.
 
     One regex pass (a C loop) instead of a Python loop per character: the value of a
-    ``pods/*`` request over 1,000 pods is a 13 KB regex, quoted on every request."""
+    ``pods/*`` request over 1,000 pods is a 13 KB regex."""
+    if len(value) >= _REMEMBERED:
+        return _quote_remembered(value)
+    return '"' + _NEEDS_ESCAPE.sub(_escape, value) + '"'
+
+
+@functools.lru_cache(maxsize=64)
+def _quote_remembered(value: str) -> str:
     return '"' + _NEEDS_ESCAPE.sub(_escape, value) + '"'
 
 
@@ -52,11 +66,22 @@ def regex_literal(value: str) -> str:
 
 def alternation(values: Sequence[str]) -> str:
     """``a|b|c`` of literal values, escaped in one pass over the text joined by NUL (which no
-    Kubernetes name holds, and which is no metacharacter): a ``pods/*`` request over 1,000
-    pods builds this on every request."""
+    Kubernetes name holds, and which is no metacharacter). A ``pods/*`` request over 1,000
+    pods needs this of the same names on every request: long lists are remembered."""
+    if len(values) >= 32:
+        return _alternation_remembered(tuple(values))
+    return _alternation(values)
+
+
+def _alternation(values: Sequence[str]) -> str:
     if any("\x00" in v for v in values):
         return "|".join(regex_literal(v) for v in values)
     return regex_literal("\x00".join(values)).replace("\x00", "|")
+
+
+@functools.lru_cache(maxsize=64)
+def _alternation_remembered(values: tuple[str, ...]) -> str:
+    return _alternation(values)
 
 
 def check_label(name: str) -> str:

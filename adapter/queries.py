@@ -54,7 +54,7 @@ def custom_query(rule: Rule, series: str, req: ObjectQuery) -> tuple[str, str]:
         values[ns_label] = [req.namespace]
     if req.names:
         matchers.append(values_matcher(label, req.names))
-        values[label] = list(req.names)
+        values[label] = req.names
     else:  # every object that has the metric
         matchers.append(Matcher(check_label(label), "!=", ""))
     return finish(

@@ -262,6 +262,7 @@ def test_a_non_200_answer_comes_back_with_its_body(prometheus: PrometheusProcess
         {"query": 'x{l="ünïcödé ✓",m="tab\there"}', "k y": "v&w=z~_.-"},
         {"query": "|".join(f"web-{i}-abcde" for i in range(1000))},
         {"": ""},
+        {"every ascii": "".join(map(chr, range(128))) * 2, "%": "%25%%"},
     ],
 )
 def test_form_encoding_is_urllibs(params: dict[str, str]) -> None:
