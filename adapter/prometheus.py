@@ -150,8 +150,10 @@ class Prometheus:
         sync = self._transport()
         return await self._acall(kind, lambda left: loop.run_in_executor(self._pool, sync.run, fn, left))
 
-    async def _acall(self, kind: str, call: Callable[[float], Awaitable[T]]) -> T:
-        """Await ``call(seconds_left)`` under the deadline, retrying at most once."""
+    async def _acall(self, kind: str, call: Callable[[float], Awaitable[T]], bounded: bool = False) -> T:
+        """Await ``call(seconds_left)`` under the deadline, retrying at most once. ``bounded``:
+        the call keeps the deadline itself (raising TimeoutError), as the serving loop's
+        connections do, and needs no ``asyncio.timeout`` around it."""
         start = time.monotonic()
         deadline = start + self.settings.timeout
         attempts = 1 + min(max(self.settings.retries, 0), 1)
@@ -163,8 +165,11 @@ class Prometheus:
             try:
                 # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancellation that
                 # arrives as the thread finishes, and a cancelled discovery loop then never ends
-                async with asyncio.timeout(left):
+                if bounded:
                     result = await call(left)
+                else:
+                    async with asyncio.timeout(left):
+                        result = await call(left)
             except TimeoutError:
                 error = TimeoutError()
                 break  # the deadline is spent: no retry can fit
@@ -204,9 +209,13 @@ class Prometheus:
         query = form_encode(params)
         if post:
             headers = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
-            status, body = await self._http.request(self._origin(), "POST", path, headers, query.encode())
+            status, body = await self._http.request(
+                self._origin(), "POST", path, headers, query.encode(), timeout=left
+            )
         else:
-            status, body = await self._http.request(self._origin(), "GET", f"{path}?{query}", headers)
+            status, body = await self._http.request(
+                self._origin(), "GET", f"{path}?{query}", headers, timeout=left
+            )
         if status != 200:
             raise PrometheusHTTPError(status, body)
         return orjson.loads(body)["data"]
@@ -303,7 +312,9 @@ class Prometheus:
 
         try:
             raw = await (
-                self._acall("query", over_http) if self._http is not None else self._call("query", fetch)
+                self._acall("query", over_http, bounded=True)
+                if self._http is not None
+                else self._call("query", fetch)
             )
             samples = [_sample(r) for r in raw]
             if self._cache is not None:
@@ -339,7 +350,7 @@ class Prometheus:
             return await self._get_json("/api/v1/series", params, left, long)
 
         if self._http is not None:
-            return cast(list[dict[str, str]], await self._acall("series", over_http))
+            return cast(list[dict[str, str]], await self._acall("series", over_http, bounded=True))
         return cast(list[dict[str, str]], await self._call("series", fetch))
 
     @property

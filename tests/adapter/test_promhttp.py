@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Awaitable, Callable
@@ -242,6 +243,47 @@ def test_a_deadline_closes_the_connection_instead_of_keeping_it() -> None:
             return c.idle(origin), hung[0].at_eof()
 
     assert asyncio.run(scripted(script, go)) == (0, True)
+
+
+def test_a_requests_own_timeout_closes_the_connection_instead_of_keeping_it() -> None:
+    hung: list[asyncio.StreamReader] = []
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        hung.append(reader)
+        await reader.read()  # never answers; returns when the client hangs up
+
+    async def go(url: str) -> tuple[int, bool, float]:
+        origin = Origin.of(url)
+        async with Connections() as c:
+            start = time.monotonic()
+            with pytest.raises(TimeoutError):
+                await c.request(origin, "GET", "/", {}, timeout=0.2)
+            took = time.monotonic() - start
+            await asyncio.sleep(0.05)
+            return c.idle(origin), hung[0].at_eof(), took
+
+    idle, hung_up, took = asyncio.run(scripted(script, go))
+    assert (idle, hung_up) == (0, True)
+    assert 0.15 < took < 2
+
+
+def test_an_answered_requests_timeout_leaves_its_kept_alive_connection_alone() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            await read_request(reader)
+            writer.write(answer(b"ok", "Content-Length: 2"))
+            await writer.drain()
+
+    async def go(url: str) -> tuple[int, tuple[int, bytes]]:
+        origin = Origin.of(url)
+        async with Connections() as c:
+            await c.request(origin, "GET", "/", {}, timeout=0.1)
+            await asyncio.sleep(0.3)  # past the first request's deadline
+            idle = c.idle(origin)
+            return idle, await c.request(origin, "GET", "/", {}, timeout=0.1)
+
+    assert asyncio.run(scripted(script, go)) == (1, (200, b"ok"))
 
 
 def test_a_non_200_answer_comes_back_with_its_body(prometheus: PrometheusProcess) -> None:
