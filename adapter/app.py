@@ -224,10 +224,13 @@ def build_app(
     app.router.add_get("/metrics", own_metrics)
     if rules_webhook_key is not None:
         app.router.add_post(WEBHOOK_PATH, rules_webhook(registry.backends, max_age, rules_webhook_key))
+    # every request is served by this route: registered first, it is the first candidate the
+    # router tries under /apis (the others were each resolved, and refused, before it); no
+    # path matches two of these four patterns, so the order changes nothing else
+    app.router.add_get("/apis/{group}/{rest:.+}", metrics_api)
     app.router.add_get("/apis", apis)
     app.router.add_get("/apis/", apis)
     app.router.add_get("/apis/{group}", api_group)
-    app.router.add_get("/apis/{group}/{rest:.+}", metrics_api)
 
     def report_backends() -> None:
         """Per backend: a metric, a log line when one is down, and a line on /readyz."""
