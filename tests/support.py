@@ -51,6 +51,16 @@ __all__ = [
 ]
 
 
+def pod_manifest(name: str, namespace: str, labels: dict[str, str]) -> dict[str, object]:
+    """A pod the tests create for its name and labels (it is never scheduled to run)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
+    }
+
+
 def prometheus_binary() -> str:
     return _built(prometheus_path(), "Prometheus", "the adapter tests")
 

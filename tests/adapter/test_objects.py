@@ -14,19 +14,14 @@ from adapter.objects import ObjectCache
 from localcluster import Cluster
 from shared.kube.client import Kube, load
 from shared.selectors import parse
-from tests.support import wait_until
+from tests.support import pod_manifest, wait_until
 
 pytestmark = pytest.mark.cluster
 NS = "objects-kept"
 
 
 def pod(name: str, labels: dict[str, str]) -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": labels},
-        "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
-    }
+    return pod_manifest(name, NS, labels)
 
 
 @pytest.fixture

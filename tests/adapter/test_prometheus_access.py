@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-
 from prometheus_client import generate_latest
 
 from adapter.app import AdapterMetrics

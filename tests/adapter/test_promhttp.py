@@ -225,27 +225,19 @@ def test_a_malformed_answer_is_a_connection_error_and_the_connection_is_dropped(
     assert asyncio.run(scripted(script, go)) == 0
 
 
-def test_a_deadline_closes_the_connection_instead_of_keeping_it() -> None:
-    hung: list[asyncio.StreamReader] = []
-
-    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        hung.append(reader)
-        await reader.read()  # never answers; returns when the client hangs up
-
-    async def go(url: str) -> tuple[int, bool]:
-        origin = Origin.of(url)
-        async with Connections() as c:
-            with pytest.raises(TimeoutError):
-                async with asyncio.timeout(0.2):
-                    await c.request(origin, "GET", "/", {})
-            await asyncio.sleep(0.05)
-            return c.idle(origin), hung[0].at_eof()
-
-    assert asyncio.run(scripted(script, go)) == (0, True)
+async def under_the_callers_timeout(c: Connections, origin: Origin) -> object:
+    async with asyncio.timeout(0.2):
+        return await c.request(origin, "GET", "/", {})
 
 
-def test_a_requests_own_timeout_closes_the_connection_instead_of_keeping_it() -> None:
+async def with_its_own_timeout(c: Connections, origin: Origin) -> object:
+    return await c.request(origin, "GET", "/", {}, timeout=0.2)
+
+
+@pytest.mark.parametrize("deadline", [under_the_callers_timeout, with_its_own_timeout])
+def test_a_deadline_closes_the_connection_instead_of_keeping_it(
+    deadline: Callable[[Connections, Origin], Awaitable[object]],
+) -> None:
     hung: list[asyncio.StreamReader] = []
 
     async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -258,7 +250,7 @@ def test_a_requests_own_timeout_closes_the_connection_instead_of_keeping_it() ->
         async with Connections() as c:
             start = time.monotonic()
             with pytest.raises(TimeoutError):
-                await c.request(origin, "GET", "/", {}, timeout=0.2)
+                await deadline(c, origin)
             took = time.monotonic() - start
             await asyncio.sleep(0.05)
             return c.idle(origin), hung[0].at_eof(), took

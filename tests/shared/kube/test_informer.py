@@ -11,19 +11,14 @@ from localcluster import Cluster
 from shared.kube.client import Kube, load
 from shared.kube.informer import Informer, namespace_index, without_managed_fields
 from shared.selectors import Selector, parse
-from tests.support import wait_until
+from tests.support import pod_manifest, wait_until
 
 pytestmark = pytest.mark.cluster
 NS = "informer"
 
 
 def pod(name: str, labels: dict[str, str]) -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": labels},
-        "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
-    }
+    return pod_manifest(name, NS, labels)
 
 
 def names(objs: list[dict[str, object]]) -> list[str]:
