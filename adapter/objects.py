@@ -46,7 +46,7 @@ class ObjectCache:
         self._informers: dict[GroupResource, Informer] = {}
         self._lock = threading.Lock()
         self._selections: LRUCache[
-            tuple[GroupResource, str | None, Selector | None], tuple[int, tuple[str, ...]]
+            tuple[GroupResource, str | None, Selector | None], tuple[tuple[int, int], tuple[str, ...]]
         ] = LRUCache(maxsize=1024)
 
     def _path(self, gr: GroupResource) -> str:
@@ -79,10 +79,10 @@ class ObjectCache:
             )
         # the same few selectors come back on every request (an HPA's, every sync period), and
         # over 1,000 pods selecting and sorting the names was a tenth of a ``pods/*`` answer:
-        # a selection is kept until the informer's objects or their labels change. The
+        # a selection is kept until the objects of its namespace or their labels change. The
         # generation is read before selecting, so a change that races the selection only
         # makes the entry stale sooner, never wrong.
-        generation = informer.selection_generation
+        generation = informer.selection_generation(namespace)
         key = (gr, namespace, selector)
         kept = self._selections.get(key)
         if kept is not None and kept[0] == generation:

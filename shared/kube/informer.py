@@ -69,10 +69,12 @@ class Informer:
     # ``transform`` before the next is read, so the peak memory of a relist is one page of
     # whole objects instead of the whole list (20,000 pods: ~10 KB of JSON each)
     page_size: int = 500
-    # moves whenever what ``select`` can answer changes -- an object added or removed, or its
-    # namespace or labels changed -- and not when only the rest of an object does (a pod's
-    # status): readers may keep a selection's result for as long as it stays put
-    selection_generation: int = 0
+    # what ``selection_generation`` is made of: a relist moves the epoch (every selection);
+    # an object added, removed or relabelled moves its namespace's count and the count for
+    # selections across namespaces
+    _epoch: int = 0
+    _namespace_changes: dict[str, int] = field(default_factory=dict)
+    _all_changes: int = 0
 
     def start(self) -> Informer:
         threading.Thread(target=self._run, name=f"informer{self.path}", daemon=True).start()
@@ -80,6 +82,15 @@ class Informer:
 
     def stop(self) -> None:
         self.stopped.set()
+
+    def selection_generation(self, namespace: str | None) -> tuple[int, int]:
+        """Moves whenever what ``select(namespace, ...)`` can answer changes -- an object of
+        that namespace (of any, for None) added or removed, or its labels changed -- and
+        not when only the rest of an object does (a pod's status), nor for changes in other
+        namespaces: a reader may keep a selection's result for as long as it stays put."""
+        if namespace is None:
+            return self._epoch, self._all_changes
+        return self._epoch, self._namespace_changes.get(namespace, 0)
 
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.objects.get((namespace, name))
@@ -158,7 +169,8 @@ class Informer:
         """Point the indexes at ``obj`` (None: forget ``key``); caller holds the lock."""
         old = self.objects.get(key)
         if old is None or obj is None or _labels(old) != _labels(obj):
-            self.selection_generation += 1
+            self._namespace_changes[key[0]] = self._namespace_changes.get(key[0], 0) + 1
+            self._all_changes += 1
         if old is not None:
             for name, fn in self.indexers.items():
                 index = self._indexes.get(name, {})
@@ -189,7 +201,7 @@ class Informer:
                     _add_to_indexes(indexes, self.indexers, k, o)
                 with self._lock:  # one swap: readers never see a half-built cache
                     self.objects, self._indexes = fresh, indexes
-                    self.selection_generation += 1
+                    self._epoch += 1
                 self.relists += 1
                 for obj in gone:
                     self._notify("DELETED", obj)

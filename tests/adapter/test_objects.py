@@ -18,6 +18,7 @@ from tests.support import pod_manifest, wait_until
 
 pytestmark = pytest.mark.cluster
 NS = "objects-kept"
+ELSEWHERE = "objects-elsewhere"
 
 
 def pod(name: str, labels: dict[str, str]) -> dict[str, object]:
@@ -34,7 +35,8 @@ def objects(cluster: Cluster) -> Iterator[ObjectCache]:
     cache = ObjectCache(Kube(load(str(cluster.kubeconfig))))
     yield cache
     cache.close()
-    cluster.kubectl("delete", "namespace", NS, "--wait=false")
+    for ns in (NS, ELSEWHERE):
+        cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
 def web(cache: ObjectCache) -> Sequence[str]:
@@ -54,13 +56,19 @@ def test_a_selection_is_kept_until_an_object_or_its_labels_change(
     kept = web(objects)
     assert web(objects) is kept  # nothing changed: the same answer, not selected again
 
-    # a change that no selection can see (an annotation) keeps it
+    # a change that no selection can see (an annotation) keeps it, and so does a change in
+    # another namespace (pods come and go all over a cluster)
     informer = objects._informers[PODS]
-    before = informer.selection_generation
+    before = informer.selection_generation(NS)
     version = resource_version(objects, "web-1")
     cluster.kubectl("-n", NS, "annotate", "pod", "web-1", "note=x")
     wait_until(lambda: resource_version(objects, "web-1") != version, what="the annotation seen")
-    assert informer.selection_generation == before
+    cluster.kubectl("create", "namespace", ELSEWHERE, check=False)
+    other = pod_manifest("web-9", ELSEWHERE, {"app": "web"})
+    elsewhere = {"apiVersion": "v1", "kind": "List", "items": [other]}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(elsewhere))
+    wait_until(lambda: informer.get(ELSEWHERE, "web-9") is not None, what="the other namespace's pod seen")
+    assert informer.selection_generation(NS) == before
     assert web(objects) is kept
 
     # a relabel, a new pod and a deletion each change the answer
