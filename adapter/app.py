@@ -198,6 +198,9 @@ def build_app(
     async def metrics_api(request: web.Request) -> web.Response:
         start = time.monotonic()
         group = request.match_info.get("group", "")
+        # the metrics' group label is one of the served groups: any other text in a path
+        # (an authenticated caller's typo or probe) would otherwise mint a label set per request
+        label = group if group in VERSIONS else "other"
         code = 200
         try:
             req = parse_path(request.rel_url.raw_path, dict(request.query), request.get(REQUEST_INFO))
@@ -215,7 +218,7 @@ def build_app(
             code = 503
             return _error(503, "ServiceUnavailable", str(e))
         finally:
-            m.served(group, code, time.monotonic() - start)
+            m.served(label, code, time.monotonic() - start)
 
     async def own_metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(m.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -163,11 +163,11 @@ class Prometheus:
             if left <= 0.05 or (attempt and not _retryable(error)):
                 break
             try:
-                # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancellation that
-                # arrives as the thread finishes, and a cancelled discovery loop then never ends
                 if bounded:
                     result = await call(left)
                 else:
+                    # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancellation that
+                    # arrives as the thread finishes, and a cancelled discovery loop then never ends
                     async with asyncio.timeout(left):
                         result = await call(left)
             except TimeoutError:

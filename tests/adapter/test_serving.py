@@ -232,6 +232,15 @@ def test_own_metrics_and_health(adapter: AdapterProcess) -> None:
     assert "promhpa_adapter_series_known" in text
 
 
+def test_requests_for_unserved_groups_are_counted_under_one_label(adapter: AdapterProcess) -> None:
+    for i in range(3):
+        code, _ = adapter.get(f"/apis/no-such-group-{i}.example.com/v1/x")
+        assert code == 404
+    text = adapter.text("/metrics")
+    assert 'promhpa_adapter_requests_total{code="404",group="other"}' in text
+    assert "no-such-group" not in text  # a label set per path would grow without bound
+
+
 def test_prometheus_down_is_503_and_recovers(
     adapter: AdapterProcess, prometheus: PrometheusProcess, tmp_path: Path
 ) -> None:
