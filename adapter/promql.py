@@ -47,12 +47,14 @@ def quote(value: str) -> str:
     ``pods/*`` request over 1,000 pods is a 13 KB regex."""
     if len(value) >= _REMEMBERED:
         return _quote_remembered(value)
+    return _quote(value)
+
+
+def _quote(value: str) -> str:
     return '"' + _NEEDS_ESCAPE.sub(_escape, value) + '"'
 
 
-@functools.lru_cache(maxsize=64)
-def _quote_remembered(value: str) -> str:
-    return '"' + _NEEDS_ESCAPE.sub(_escape, value) + '"'
+_quote_remembered = functools.lru_cache(maxsize=64)(_quote)
 
 
 def _escape(m: re.Match[str]) -> str:
