@@ -72,12 +72,13 @@ cluster-down: venv
 
 # promhpa's adapter beside prometheus-adapter v0.12.0 (built once, cached), same Prometheus,
 # rules, objects and front-proxy authentication, taking turns; the serving stack's own floor
-# beside raw Prometheus (what promhpa / raw can reach here); then discovery figures.
+# beside raw Prometheus (what promhpa / raw can reach here); probes under load; then discovery figures.
 # Tables only, loopback only, bounded.
 bench-adapter: venv cluster-tools
 	@hack/build-tools.sh bench >/dev/null
 	$(BIN)/python -m benchmarks.side_by_side
 	$(BIN)/python -m benchmarks.serving_floor
+	$(BIN)/python -m benchmarks.probes
 	$(BIN)/python -m benchmarks.discovery
 	$(BIN)/python -m benchmarks.bench_adapter
 

@@ -276,7 +276,7 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         "--health-port",
         type=int,
         default=8081,
-        help="plain-HTTP port for /healthz, /livez and /readyz, served by a thread of its own so "
+        help="plain-HTTP port for /healthz, /livez and /readyz, served by a process of its own so "
         "probes never wait behind API load (default 8081; 0 disables; the secure port serves them too)",
     )
     p.add_argument(

@@ -8,8 +8,10 @@ interpreter lock from a busy loop several times per probe. So ``/healthz``, ``/l
 ``/readyz`` are also served on a port of their own (``--health-port``) by a small child
 process, which the kernel schedules on its own; the two share a heartbeat and the
 readiness reason through shared memory. Liveness is not blind: the main loop beats every
-second, and a loop that has not beaten for ``stall_seconds`` is reported dead. The child
-exits when its parent does.
+second, and a loop that has not beaten for ``stall_seconds`` is reported dead. The shared
+memory has no lock: a probe must never wait on the process it judges (one stopped while
+holding a lock would hang every probe instead of failing it), and the serving loop is the
+only writer. The child exits when its parent does.
 
 ``inflight_limiter`` caps the API requests being handled at once (the kube-apiserver's
 ``--max-requests-inflight``): past the cap a request gets ``429 TooManyRequests`` with
@@ -20,13 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import multiprocessing
 import os
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from multiprocessing.sharedctypes import Synchronized, SynchronizedString
-from typing import cast
 
 import structlog
 from aiohttp import web
@@ -44,9 +45,9 @@ class Health:
 
     def __init__(self, stall_seconds: float = 30.0) -> None:
         self.stall_seconds = stall_seconds
-        self._beat: Synchronized[float] = _MP.Value("d", time.monotonic())
-        self._reason = cast(SynchronizedString, _MP.Array("c", 512))  # a char array has .value
-        self._detail = cast(SynchronizedString, _MP.Array("c", 2048))
+        self._beat = _MP.RawValue(ctypes.c_double, time.monotonic())
+        self._reason = _MP.RawArray(ctypes.c_char, 512)
+        self._detail = _MP.RawArray(ctypes.c_char, 2048)
         self.ready_reason = "the first series discovery has not completed"
 
     @property

@@ -78,7 +78,9 @@ def test_hung_prometheus_gets_a_504_within_the_deadline(
     assert (code, body["reason"]) == (504, "Timeout"), body
     assert "--prometheus-timeout" in body["message"]
     print(f"504 after {elapsed:.3f}s (deadline {DEADLINE:g}s)")
-    assert DEADLINE * 0.9 <= elapsed <= DEADLINE * 1.1, f"answered after {elapsed:.2f}s"
+    # not before the deadline, and not a retry's or a backoff's worth after it (a busy CI
+    # machine may add scheduling delay; a retry would add at least another deadline)
+    assert DEADLINE * 0.9 <= elapsed <= DEADLINE * 1.5, f"answered after {elapsed:.2f}s"
 
 
 def test_adapter_serves_again_once_prometheus_resumes(

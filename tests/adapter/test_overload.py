@@ -1,12 +1,17 @@
-"""500 connections at once: probes stay fast, excess requests get a clean 429, nothing fails."""
+"""500 connections at once: probes answered by a process the load cannot hold up, excess requests
+get a clean 429, nothing fails. How fast the probes stay is measured by ``benchmarks.probes``."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -53,17 +58,17 @@ def loaded(
             text=True,
             cwd=ROOT,
         )
-        latencies = probe_while(loader, a.health_port)  # from this process, as a kubelet would
+        answers = probe_while(loader, a.health_port)  # from this process, as a kubelet would
         out, _ = loader.communicate(timeout=60)
         assert loader.returncode == 0
-        yield a, {"codes": json.loads(out), "healthz_seconds": latencies}
+        yield a, {"codes": json.loads(out), "healthz": answers}
     finally:
         stop_adapter(a)
 
 
-def probe_while(loader: subprocess.Popen[str], port: int) -> list[float]:
-    """GET /healthz on a fresh connection every 50 ms while the load runs."""
-    latencies: list[float] = []
+def probe_while(loader: subprocess.Popen[str], port: int) -> list[tuple[int, float]]:
+    """GET /healthz on a fresh connection every 50 ms while the load runs: (status, seconds)."""
+    answers: list[tuple[int, float]] = []
     time.sleep(1)  # every load connection open and busy first
     while loader.poll() is None:
         start = time.monotonic()
@@ -72,10 +77,9 @@ def probe_while(loader: subprocess.Popen[str], port: int) -> list[float]:
         response = conn.getresponse()
         response.read()
         conn.close()
-        latencies.append(time.monotonic() - start)
-        assert response.status == 200
+        answers.append((response.status, time.monotonic() - start))
         time.sleep(0.05)
-    return latencies[:-2]  # the last ones may fall after the load ended
+    return answers[:-2]  # the last ones may fall after the load ended
 
 
 def p99(values: list[float]) -> float:
@@ -83,15 +87,30 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-def test_probes_stay_under_100ms_with_500_connections(
+def test_every_probe_during_the_load_is_answered_ok(loaded: tuple[AdapterProcess, dict[str, object]]) -> None:
+    """How fast is a benchmark's question (benchmarks.probes); here: answered, and healthy."""
+    _, result = loaded
+    answers = result["healthz"]
+    assert isinstance(answers, list)
+    assert len(answers) >= 10
+    print(f"healthz on the probe port: n={len(answers)} p99 {p99([s for _, s in answers]) * 1000:.1f} ms")
+    assert {code for code, _ in answers} == {200}
+
+
+def test_probes_are_answered_while_the_serving_process_is_stopped(
     loaded: tuple[AdapterProcess, dict[str, object]],
 ) -> None:
-    _, result = loaded
-    latencies = result["healthz_seconds"]
-    assert isinstance(latencies, list)
-    assert len(latencies) >= 20
-    print(f"healthz on the probe port: n={len(latencies)} p99 {p99(latencies) * 1000:.1f} ms")
-    assert p99(latencies) < 0.1, f"healthz p99 {p99(latencies) * 1000:.0f} ms"
+    """The probe process does not depend on the serving loop running, only on its heartbeat."""
+    adapter, _ = loaded
+    os.kill(adapter.proc.pid, signal.SIGSTOP)  # the serving process only, not its probe child
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{adapter.health_port}/healthz", timeout=10) as r:
+            assert (r.status, r.read()) == (200, b"ok")
+        with pytest.raises((TimeoutError, urllib.error.URLError)):  # the serving port cannot answer
+            urllib.request.urlopen(adapter.url + "/healthz", timeout=1, context=adapter.ctx)
+    finally:
+        os.kill(adapter.proc.pid, signal.SIGCONT)
+    assert adapter.get(PATH)[0] == 200
 
 
 def test_every_request_is_answered_200_or_429(loaded: tuple[AdapterProcess, dict[str, object]]) -> None:
@@ -116,8 +135,6 @@ def test_requests_past_the_inflight_limit_get_a_too_many_requests_status(
 
 def test_readyz_on_the_probe_port_reports_discovery(loaded: tuple[AdapterProcess, dict[str, object]]) -> None:
     adapter, _ = loaded
-    import urllib.request
-
     with urllib.request.urlopen(f"http://127.0.0.1:{adapter.health_port}/readyz", timeout=5) as r:
         assert (r.status, r.read()) == (200, b"ok")
 
