@@ -33,6 +33,7 @@ from pathlib import Path
 import localcluster
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
 from localcluster.promhpa import (
+    external_rules,
     register_and_start_adapter,
     start_controller_process,
     start_hpa_only_kcm,
@@ -41,12 +42,7 @@ from localcluster.promhpa import (
 )
 from localcluster.tools import free_port, wait_until
 
-RULES = """
-externalRules:
-- seriesQuery: '{__name__="bench_queue_depth"}'
-  resources: {overrides: {namespace: {resource: namespace}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
-"""
+RULES = external_rules("bench_queue_depth")
 NS = "bench"
 
 

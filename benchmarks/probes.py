@@ -25,15 +25,10 @@ import time
 from pathlib import Path
 
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
-from localcluster.promhpa import AdapterProcess, start_adapter, stop_adapter
+from localcluster.promhpa import AdapterProcess, external_rules, start_adapter, stop_adapter
 from localcluster.tools import ROOT, wait_until
 
-CONFIG = """
-externalRules:
-- seriesQuery: '{__name__="probe_bench_queue"}'
-  resources: {overrides: {namespace: {resource: namespace}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
-"""
+CONFIG = external_rules("probe_bench_queue")
 PATH = "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/probe_bench_queue"
 INFLIGHT = 50
 

@@ -20,6 +20,18 @@ from .prometheus import PrometheusProcess
 from .tools import ROOT, Binaries, cache_bin, free_port, wait_http, wait_until
 
 
+def external_rules(metric: str, by: str = "queue") -> str:
+    """A rule file serving one series name as an external metric, summed (by ``by`` if set):
+    the one-metric setup the deadline, overload and benchmark runs share."""
+    grouping = f" by ({by})" if by else ""
+    return f"""
+externalRules:
+- seriesQuery: '{{__name__="{metric}"}}'
+  resources: {{overrides: {{namespace: {{resource: namespace}}}}}}
+  metricsQuery: 'sum(<<.Series>>{{<<.LabelMatchers>>}}){grouping}'
+"""
+
+
 @dataclass
 class AdapterProcess:
     port: int

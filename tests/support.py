@@ -20,6 +20,7 @@ from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
 from localcluster.promhpa import (
     AdapterProcess,
     cpu_deployment,
+    external_rules,
     register_and_start_adapter,
     start_adapter,
     start_controller_process,
@@ -36,6 +37,7 @@ __all__ = [
     "PrometheusProcess",
     "Recorder",
     "cpu_deployment",
+    "external_rules",
     "free_port",
     "prefixed_rules",
     "prometheus_binary",

@@ -19,6 +19,7 @@ from tests.support import (
     AdapterProcess,
     Exporter,
     PrometheusProcess,
+    external_rules,
     prometheus_binary,
     start_adapter,
     stop_adapter,
@@ -27,12 +28,7 @@ from tests.support import (
 
 pytestmark = pytest.mark.slow
 
-CONFIG = """
-externalRules:
-- seriesQuery: '{__name__="deadline_queue"}'
-  resources: {overrides: {namespace: {resource: namespace}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'
-"""
+CONFIG = external_rules("deadline_queue", by="")
 PATH = "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/deadline_queue"
 DEADLINE = 2.0
 

@@ -21,6 +21,7 @@ from tests.support import (
     AdapterProcess,
     Exporter,
     PrometheusProcess,
+    external_rules,
     start_adapter,
     stop_adapter,
     wait_until,
@@ -28,12 +29,7 @@ from tests.support import (
 
 pytestmark = pytest.mark.slow
 
-CONFIG = """
-externalRules:
-- seriesQuery: '{__name__="overload_queue"}'
-  resources: {overrides: {namespace: {resource: namespace}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
-"""
+CONFIG = external_rules("overload_queue")
 PATH = "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/overload_queue"
 CONNECTIONS, SECONDS, INFLIGHT = 500, 8, 50
 
