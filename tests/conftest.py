@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import Exporter, PrometheusProcess, prometheus_binary
+from tests.support import Exporter, PrometheusProcess, missing, prometheus_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFORMANCE = Path(os.environ.get("PROMHPA_CONFORMANCE", ROOT.parent / "shared" / "conformance"))
@@ -30,7 +30,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def conformance_dir() -> Path:
     if not (CONFORMANCE / "hpa").is_dir():
-        pytest.skip(f"conformance cases not found at {CONFORMANCE} (set PROMHPA_CONFORMANCE)")
+        missing(f"conformance cases not found at {CONFORMANCE} (set PROMHPA_CONFORMANCE)")
     return CONFORMANCE
 
 

@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from localcluster import Binaries, Cluster, cache_bin
+from tests.support import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "promhpa"
@@ -21,9 +21,7 @@ CI_VALUES = sorted((CHART / "ci").glob("*.yaml"))
 def helm_binary() -> str:
     path = Binaries(cache_bin()).helm
     if not Path(path).exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"helm is not built at {path}: `make cluster-tools` builds it", pytrace=False)
-        pytest.skip(f"helm is not built at {path}: run `make cluster-tools`")
+        missing(f"helm is not built at {path}: run `make cluster-tools`")
     return path
 
 

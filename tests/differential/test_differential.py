@@ -21,6 +21,7 @@ from controller.engine import decide, parse_snapshot
 from localcluster.tools import Binaries, cache_bin
 from tests.differential.compare import differences
 from tests.differential.generate import Generator
+from tests.support import missing
 
 pytestmark = [pytest.mark.tools, pytest.mark.slow]
 SNAPSHOTS = int(os.environ.get("PROMHPA_DIFF_SNAPSHOTS", "5000"))
@@ -30,9 +31,7 @@ SEED = int(os.environ.get("PROMHPA_DIFF_SEED", "1337"))
 def harness() -> str:
     path = Path(Binaries(cache_bin()).differential)
     if not path.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail("hpa-differential is not built: run `make cluster-tools`", pytrace=False)
-        pytest.skip("hpa-differential is not built: run `make cluster-tools`")
+        missing(f"hpa-differential is not built at {path}: run `make cluster-tools`")
     return str(path)
 
 
