@@ -7,11 +7,8 @@ controller show the message instead of "the server could not find the requested 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import timedelta
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -20,20 +17,16 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from .backends import Backends
-from .backends import label as backend_label
 from .config import Config
 from .health import Health, inflight_limiter, probe_routes
-from .promapi import PrometheusAPI, PrometheusTimeout, PrometheusUnavailable
+from .promapi import PrometheusTimeout, PrometheusUnavailable
 from .promhttp import Connections
 from .promql import QueryError
 from .providers import ObjectLister, Providers
 from .registry import Registry
-from .reload import RuleReloader
 from .requests import REQUEST_INFO, BadRequest, MetricRequest, NotFound, parse_path
-from .rules_webhook import WEBHOOK_PATH, rules_webhook
 from .templates import TemplateError
-from .wire import CUSTOM, EXTERNAL, VERSIONS, group_entry, resource_list, status
+from .wire import VERSIONS, group_entry, resource_list, status
 
 log = structlog.get_logger("adapter")
 
@@ -147,42 +140,40 @@ async def _dispatch(providers: Providers, req: MetricRequest) -> dict[str, Any]:
     return await providers.nodes(req)
 
 
-def prometheus_session() -> Connections:
-    """The serving loop's connections to Prometheus (queries and discovery)."""
+def prometheus_session(max_per_origin: int = 0) -> Connections:
+    """The serving loop's connections to Prometheus (queries and discovery); at most
+    ``max_per_origin`` at once to one backend (0: no bound)."""
     # no gzip asked for: answers cross loopback or a cluster network, where compressing them
     # costs Prometheus (and us) more CPU than the bytes cost
-    return Connections()
+    return Connections(max_per_origin=max_per_origin)
+
+
+# what the application's contexts (``adapter.server``) fill in while it starts
+PROVIDERS: web.AppKey[Providers] = web.AppKey("providers", Providers)
+AUTHENTICATOR: web.AppKey[Any] = web.AppKey("authenticator", object)
 
 
 def build_app(
     config: Config,
-    prometheus: PrometheusAPI | Backends,
     registry: Registry,
     *,
-    relist_interval: float,
     lister: ObjectLister | None = None,
     metrics: AdapterMetrics | None = None,
-    middlewares: list[Callable[..., Awaitable[web.StreamResponse]]] | None = None,
     health: Health | None = None,
     max_inflight: int = 400,
-    rules_webhook_key: str | None = None,
-    max_age: timedelta = timedelta(minutes=10),
-    config_path: str | None = None,
-    reload_interval: float = 0,
-    session: Connections | None = None,
-    first_discovery: asyncio.Task[None] | None = None,
 ) -> web.Application:
-    """The metrics APIs' application. ``session`` (``prometheus_session``, already attached to
-    the backends and closed by the caller) and ``first_discovery`` (a ``registry.relist()``
-    under way) let the caller start discovery before the app exists: the adapter does, so
-    Prometheus answers it while the Kubernetes client is being set up."""
+    """The metrics APIs' routes and middlewares, nothing that opens or runs: what serving
+    needs (connections, discovery, the Kubernetes client, authentication) is opened by the
+    contexts ``adapter.server`` adds. ``app[AUTHENTICATOR]``, when a context sets it, checks
+    every request but the probes'; ``app[PROVIDERS].lister`` answers ``*`` + labelSelector."""
     m = metrics or AdapterMetrics()
     health = health or Health()
     providers = Providers(config, registry, registry.backends, lister)
     limiter = inflight_limiter(max_inflight, lambda: m.requests.labels("", "429").inc())
-    app = web.Application(middlewares=[_status_errors, limiter, *(middlewares or [])])
+    app = web.Application(middlewares=[_status_errors, limiter, _authenticated])
     app[STATE] = {"metrics": m, "registry": registry, "health": health}
-    m.count_cache_hits_of(prometheus)
+    app[PROVIDERS] = providers
+    m.count_cache_hits_of(registry.backends)
 
     async def apis(_: web.Request) -> web.Response:
         return _json(
@@ -225,8 +216,6 @@ def build_app(
 
     probe_routes(app, health)  # also on --health-port, where load cannot delay them
     app.router.add_get("/metrics", own_metrics)
-    if rules_webhook_key is not None:
-        app.router.add_post(WEBHOOK_PATH, rules_webhook(registry.backends, max_age, rules_webhook_key))
     # every request is served by this route: registered first, it is the first candidate the
     # router tries under /apis (the others were each resolved, and refused, before it); no
     # path matches two of these four patterns, so the order changes nothing else
@@ -234,83 +223,16 @@ def build_app(
     app.router.add_get("/apis", apis)
     app.router.add_get("/apis/", apis)
     app.router.add_get("/apis/{group}", api_group)
-
-    def report_backends() -> None:
-        """Per backend: a metric, a log line when one is down, and a line on /readyz."""
-        lines = []
-        for name in registry.backends.names():
-            if name and not any(
-                r.backend == name for r in registry.config.rules + registry.config.external_rules
-            ):
-                continue  # a backend only resourceRules use is not discovered
-            error = registry.backend_errors.get(name)
-            m.backend_up.labels(backend_label(name)).set(0 if error else 1)
-            if error:
-                log.warning("backend down; its metrics answer 503", backend=backend_label(name), error=error)
-            if len(registry.backends.names()) > 1:
-                lines.append(f"[{'-' if error else '+'}]backend {backend_label(name)} {error or 'ok'}")
-        health.detail = "\n".join(lines)
-
-    async def relister(app: web.Application) -> AsyncIterator[None]:
-        async def loop() -> None:
-            under_way = first_discovery
-            while True:
-                try:
-                    if under_way is not None:
-                        first, under_way = under_way, None
-                        await first
-                    else:
-                        await registry.relist()
-                    health.ready_reason = None
-                    report_backends()
-                    m.discovery_runs.labels("success").inc()
-                    m.discovery_seconds.set(registry.relist_seconds or 0)
-                    m.series.set(registry.index.series_count)
-                    m.metrics.labels(CUSTOM).set(len(registry.index.custom))
-                    m.metrics.labels(EXTERNAL).set(len(registry.index.external))
-                    log.info(
-                        "discovery",
-                        series=registry.index.series_count,
-                        custom_metrics=len(registry.index.custom),
-                        external_metrics=len(registry.index.external),
-                        seconds=round(registry.relist_seconds or 0, 3),
-                    )
-                    await asyncio.sleep(relist_interval)
-                except PrometheusUnavailable as e:
-                    m.discovery_runs.labels("error").inc()
-                    report_backends()
-                    log.warning("discovery failed; retrying", error=str(e))
-                    await asyncio.sleep(min(relist_interval, 5.0))
-
-        task = asyncio.create_task(loop())
-        yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    async def prometheus_http(_: web.Application) -> AsyncIterator[None]:
-        """The hot path's connections to every backend, for as long as the app serves."""
-        if session is not None:  # the caller's
-            yield
-            return
-        async with prometheus_session() as own:
-            registry.backends.attach(own)
-            yield
-            registry.backends.attach(None)
-
-    app.cleanup_ctx.append(prometheus_http)  # before discovery, which uses it
-    app.cleanup_ctx.append(relister)
-    if config_path and reload_interval > 0:
-
-        def swap(new: Config) -> None:
-            registry.backends.configure(new.backends)  # may refuse (e.g. a password file): rules stay
-            providers.config = registry.config = new
-
-        def counted(result: str) -> None:
-            m.rules_reloads.labels(result).inc()
-            if result == "success":
-                m.rules_loaded.set_to_current_time()
-
-        app.cleanup_ctx.append(RuleReloader(config_path, swap, registry.relist, counted, reload_interval).run)
-    app.cleanup_ctx.append(health.heartbeat)
     return app
+
+
+@web.middleware
+async def _authenticated(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Delegated authentication and authorization, once a context has set them up (an
+    adapter with --insecure-skip-auth never does)."""
+    check = request.app.get(AUTHENTICATOR)
+    if check is None:
+        return await handler(request)
+    return await check(request, handler)  # type: ignore[no-any-return]

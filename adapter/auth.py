@@ -15,35 +15,25 @@ publishes them.
 
 from __future__ import annotations
 
-import hashlib
 import ssl
 import tempfile
 import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from aiohttp import web
-from cachetools import TTLCache
 
 from shared.kube.client import Kube
+from shared.kube.delegated import AUTHENTICATION_CONFIGMAP, DelegatedAuth, User
 from shared.kube.errors import KubeError
 
 from .health import PROBE_PATHS, Handler
 from .requests import REQUEST_INFO, BadRequest, RequestInfo, request_info
-from .rules_webhook import WEBHOOK_PATH
 from .wire import status
 
 log = structlog.get_logger("adapter.auth")
-
-
-@dataclass(frozen=True)
-class User:
-    name: str
-    groups: tuple[str, ...] = ()
-    extra: dict[str, list[str]] = field(default_factory=dict)
-    uid: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,7 +57,7 @@ def _json_list(text: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
 
 
 async def load_requestheader_config(kube: Kube) -> RequestHeaderConfig:
-    cm = await kube.get("/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication")
+    cm = await kube.get(AUTHENTICATION_CONFIGMAP)
     data = cm.get("data", {})
     if "requestheader-client-ca-file" not in data:
         raise KubeError(
@@ -119,18 +109,12 @@ def _peer_common_name(request: web.Request) -> str | None:
     return cn
 
 
-def _attributes(info: RequestInfo, user: User) -> dict[str, Any]:
-    """The SubjectAccessReview for exactly what the kube-apiserver authorized: its own
-    reading of the path (``request_info``), so the namespace we check is the one we query."""
-    spec: dict[str, Any] = {
-        "user": user.name,
-        "groups": list(user.groups),
-        "extra": user.extra,
-        "uid": user.uid,
-    }
+def _attributes(info: RequestInfo) -> dict[str, Any]:
+    """The SubjectAccessReview's attributes for exactly what the kube-apiserver authorized:
+    its own reading of the path (``request_info``), so the namespace we check is the one we
+    query."""
     if not info.is_resource:
-        spec["nonResourceAttributes"] = {"path": info.path, "verb": "get"}
-        return spec
+        return {"nonResourceAttributes": {"path": info.path, "verb": "get"}}
     attrs = {
         "group": info.api_group,
         "version": info.api_version,
@@ -140,15 +124,13 @@ def _attributes(info: RequestInfo, user: User) -> dict[str, Any]:
         "subresource": info.subresource,
         "name": info.name,
     }
-    spec["resourceAttributes"] = {k: v for k, v in attrs.items() if v}
-    return spec
+    return {"resourceAttributes": {k: v for k, v in attrs.items() if v}}
 
 
 class Authenticator:
     def __init__(self, kube: Kube, cfg: RequestHeaderConfig, cache_ttl: float = 10.0) -> None:
         self.kube, self.cfg = kube, cfg
-        self._tokens: TTLCache[str, User | None] = TTLCache(maxsize=10_000, ttl=cache_ttl)
-        self._decisions: TTLCache[str, tuple[bool, str]] = TTLCache(maxsize=10_000, ttl=cache_ttl)
+        self.delegated = DelegatedAuth(kube, cache_ttl)
 
     async def authenticate(self, request: web.Request) -> User | None:
         cn = _peer_common_name(request)
@@ -167,53 +149,17 @@ class Authenticator:
                 return User(name, groups, extra)
         auth = request.headers.get("Authorization", "")
         if auth.lower().startswith("bearer "):
-            return await self._token(auth[7:].strip())
+            return await self.delegated.token(auth[7:].strip())
         return None
 
-    async def _token(self, token: str) -> User | None:
-        key = hashlib.sha256(token.encode()).hexdigest()
-        if key in self._tokens:
-            return self._tokens[key]
-        review = await self.kube.post(
-            "/apis/authentication.k8s.io/v1/tokenreviews",
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}},
-        )
-        st = review.get("status", {})
-        user = None
-        if st.get("authenticated"):
-            u = st.get("user", {})
-            user = User(
-                u.get("username", ""),
-                tuple(u.get("groups") or ()),
-                dict(u.get("extra") or {}),
-                u.get("uid", ""),
-            )
-        self._tokens[key] = user
-        return user
-
     async def authorize(self, info: RequestInfo, user: User) -> tuple[bool, str]:
-        if "system:masters" in user.groups:  # the generic apiserver's privileged group: no review
-            return True, "system:masters"
-        spec = _attributes(info, user)
-        key = hashlib.sha256(repr(sorted(spec.items(), key=lambda kv: kv[0])).encode()).hexdigest()
-        if key in self._decisions:
-            return self._decisions[key]
-        review = await self.kube.post(
-            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-            {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec},
-        )
-        st = review.get("status", {})
-        decision = (bool(st.get("allowed")), str(st.get("reason", "")))
-        self._decisions[key] = decision
-        return decision
+        return await self.delegated.authorize(user, _attributes(info))
 
     def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
         @web.middleware
         async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
             if request.path in PROBE_PATHS:  # open, as on every API server
                 return await handler(request)
-            if request.path == WEBHOOK_PATH and request.method == "POST":
-                return await handler(request)  # the API server calls webhooks unauthenticated
             try:
                 info = request[REQUEST_INFO] = request_info(request.rel_url.raw_path)
             except BadRequest as e:  # the apiserver's HTTP server refuses such a URL outright

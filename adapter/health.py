@@ -48,7 +48,11 @@ class Health:
         self._beat = _MP.RawValue(ctypes.c_double, time.monotonic())
         self._reason = _MP.RawArray(ctypes.c_char, 512)
         self._detail = _MP.RawArray(ctypes.c_char, 2048)
+        self._checked = _MP.RawArray(ctypes.c_char, 512)
         self.ready_reason = "the first series discovery has not completed"
+        # more readiness checks, run by the heartbeat each second on the serving loop (None:
+        # ready); e.g. the object informers' staleness (``adapter.objects``)
+        self.checks: list[Callable[[], str | None]] = []
 
     @property
     def ready_reason(self) -> str | None:
@@ -79,7 +83,12 @@ class Health:
         return None
 
     def ready(self) -> str | None:
-        return self.alive() or self.ready_reason
+        return self.alive() or self.ready_reason or (self._checked.value.decode(errors="replace") or None)
+
+    def run_checks(self) -> None:
+        """Evaluate ``checks`` and publish the first failure for the probes to read."""
+        reason = next((r for check in self.checks if (r := check())), None)
+        self._checked.value = (reason or "").encode()[:511]
 
     async def heartbeat(self, _: web.Application) -> AsyncIterator[None]:
         """cleanup_ctx for the main app: beat once a second while it serves."""
@@ -87,6 +96,7 @@ class Health:
         async def beat() -> None:
             while True:
                 self.beat()
+                self.run_checks()
                 await asyncio.sleep(1)
 
         task = asyncio.create_task(beat())

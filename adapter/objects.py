@@ -5,17 +5,27 @@ one ``shared.kube.informer.Informer``, started on first use and kept current by 
 watch; only names, namespaces and labels are kept (its transform), and a request's
 selector is resolved through the informer's (namespace, label) index instead of a scan of
 every cached object.
+
+A request waits for an informer's first list on the event loop (``Informer.wait_synced``),
+never in a thread: with RBAC missing or the API server down, HPA traffic must not queue
+behind a few blocked threads and starve every other ``to_thread`` user. Each informer's
+age -- how long since the API server last said anything to it -- is exported
+(``promhpa_adapter_informer_last_contact_age_seconds``) and fails /readyz past
+``stale_after``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import structlog
 from cachetools import LRUCache
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily
 
 from shared.kube.client import Kube
 from shared.kube.informer import Informer
@@ -23,6 +33,7 @@ from shared.kube.resources import GroupVersion, by_plural
 from shared.selectors import Selector
 
 from .config import GroupResource
+from .health import Health
 from .promapi import PrometheusUnavailable
 
 log = structlog.get_logger("adapter.objects")
@@ -40,9 +51,24 @@ def names_and_labels(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class ObjectCache:
-    def __init__(self, kube: Kube, sync_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        sync_timeout: float = 10.0,
+        *,
+        stale_after: float = 180.0,
+        health: Health | None = None,
+        metrics: CollectorRegistry | None = None,
+        watch_idle_timeout: float = 90.0,
+    ) -> None:
         self.kube = kube
         self.sync_timeout = sync_timeout
+        self.stale_after = stale_after
+        self.watch_idle_timeout = watch_idle_timeout
+        if health is not None:
+            health.checks.append(self.stale)
+        if metrics is not None:
+            metrics.register(_InformerAges(self))
         self._informers: dict[GroupResource, Informer] = {}
         self._lock = threading.Lock()
         self._selections: LRUCache[
@@ -60,7 +86,12 @@ class ObjectCache:
         with self._lock:
             informer = self._informers.get(gr)
             if informer is None:
-                informer = Informer(self.kube, self._path(gr), transform=names_and_labels)
+                informer = Informer(
+                    self.kube,
+                    self._path(gr),
+                    transform=names_and_labels,
+                    watch_idle_timeout=self.watch_idle_timeout,
+                )
                 self._informers[gr] = informer.start()
             return informer
 
@@ -70,9 +101,7 @@ class ObjectCache:
         informer = self._informers.get(gr)
         if informer is None:  # the first request for this resource starts its informer
             informer = await asyncio.to_thread(self._informer, gr)
-        if not informer.synced.is_set() and not await asyncio.to_thread(
-            informer.synced.wait, self.sync_timeout
-        ):
+        if not await informer.wait_synced(self.sync_timeout):
             raise ObjectsUnavailable(
                 f"could not list {gr} from the Kubernetes API within {self.sync_timeout:.0f}s"
                 + (f": {informer.error}" if informer.error else "")
@@ -91,6 +120,37 @@ class ObjectCache:
         self._selections[key] = (generation, names)
         return names
 
+    def stale(self) -> str | None:
+        """Why /readyz should fail (an informer unheard of for ``stale_after``), or None."""
+        now = time.monotonic()
+        for gr, informer in list(self._informers.items()):
+            age = informer.age(now)
+            if age is not None and age > self.stale_after:
+                why = f": {informer.error}" if informer.error else ""
+                return f"the {gr} informer has heard nothing from the Kubernetes API for {age:.0f}s{why}"
+        return None
+
+    def ages(self) -> dict[str, float]:
+        now = time.monotonic()
+        return {str(gr): age for gr, i in list(self._informers.items()) if (age := i.age(now)) is not None}
+
     def close(self) -> None:
         for informer in self._informers.values():
             informer.stop()
+
+
+class _InformerAges:
+    """The informers' ages as a gauge, read when scraped."""
+
+    def __init__(self, cache: ObjectCache) -> None:
+        self.cache = cache
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "promhpa_adapter_informer_last_contact_age_seconds",
+            "Seconds since the API server last answered an object informer (list, watch or event)",
+            labels=["resource"],
+        )
+        for resource, age in sorted(self.cache.ages().items()):
+            family.add_metric([resource], age)
+        yield family

@@ -262,11 +262,15 @@ def _header_block(headers: Mapping[str, str]) -> bytes:
 class Connections:
     """The serving loop's connections to every backend, pooled per ``Origin``."""
 
-    def __init__(self, user_agent: str = "promhpa-adapter") -> None:
+    def __init__(self, user_agent: str = "promhpa-adapter", max_per_origin: int = 0) -> None:
         self._idle: dict[Origin, list[_Connection]] = {}
         self._busy: set[_Connection] = set()
         self._agent = user_agent
         self._closed = False
+        # at most this many requests (so connections) to one origin at once (0: no bound): a
+        # burst of distinct queries must not open a connection each to a struggling backend
+        self.max_per_origin = max_per_origin
+        self._slots: dict[Origin, asyncio.Semaphore] = {}
 
     async def __aenter__(self) -> Connections:
         return self
@@ -294,6 +298,25 @@ class Connections:
         if body is not None or method in ("POST", "PUT"):
             head += b"Content-Length: %d\r\n" % len(body or b"")
         request = head + b"\r\n" + (body or b"")
+        if self.max_per_origin <= 0:
+            return await self._request(origin, request, timeout)
+        slots = self._slots.get(origin)
+        if slots is None:
+            slots = self._slots[origin] = asyncio.Semaphore(self.max_per_origin)
+        if slots.locked():  # waiting for a slot counts against the request's own deadline
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            async with asyncio.timeout(timeout):
+                await slots.acquire()
+            timeout = None if timeout is None else max(0.0, timeout - (loop.time() - start))
+        else:
+            await slots.acquire()
+        try:
+            return await self._request(origin, request, timeout)
+        finally:
+            slots.release()
+
+    async def _request(self, origin: Origin, request: bytes, timeout: float | None) -> tuple[int, bytes]:
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         conn = self._checkout(origin)

@@ -25,7 +25,7 @@ from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
-from .prometheus import PrometheusHTTPError, PrometheusSettings, TransportError
+from .promsettings import PrometheusHTTPError, PrometheusSettings, TransportError
 
 T = TypeVar("T")
 

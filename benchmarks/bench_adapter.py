@@ -61,7 +61,7 @@ async def serve_phase(
     registry = Registry(config, prom, timedelta(minutes=10))
     await registry.relist()
     names = [f"web-{i}" for i in range(pods)]
-    app = build_app(config, prom, registry, relist_interval=3600, lister=StaticLister(names))
+    app = build_app(config, registry, lister=StaticLister(names))
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

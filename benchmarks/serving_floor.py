@@ -34,10 +34,10 @@ from pathlib import Path
 from aiohttp import web
 
 from adapter.promhttp import Connections, Origin, form_encode
-from adapter.tls import self_signed
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
 from localcluster.promhpa import stop_process
 from localcluster.tools import free_port, wait_http, wait_until
+from shared.tls import self_signed
 
 from .side_by_side import QUEUES, drive_loadgen, loadgen_binary, paths, raw_prometheus
 

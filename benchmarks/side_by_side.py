@@ -50,12 +50,12 @@ import aiohttp
 import localcluster
 from adapter.config import GroupResource, parse_config
 from adapter.queries import ObjectQuery, container_query, custom_query, external_query
-from adapter.tls import self_signed
 from localcluster.manifests import adapter_manifests
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
 from localcluster.promhpa import stop_process
 from localcluster.tools import ROOT, Binaries, cache_bin, free_port, wait_until
 from shared.selectors import parse as parse_selector
+from shared.tls import self_signed
 
 NODES = ("kwok-node-0", "kwok-node-1", "kwok-node-2")
 SERVICE, SERVICE_NS = "bench-adapter", "promhpa-bench"

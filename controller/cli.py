@@ -7,11 +7,14 @@ and ``snapshot`` arrive with the live reconciler.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
+from controller.endpoint_client import EndpointError
 from controller.engine import Decision, SnapshotError, decide, parse_snapshot
 from controller.engine.explain import explain
 from controller.engine.gates import GateError, parse_gates
@@ -78,6 +81,20 @@ def _duration(text: str) -> timedelta:
         return parse_duration(text)
     except DurationError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (1-65535; 0: any free port)")
+    return value
+
+
+def _paths(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
 
 
 def _gates(text: str) -> FeatureGates:
@@ -149,7 +166,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         renew_deadline=args.leader_elect_renew_deadline.total_seconds(),
         retry_period=args.leader_elect_retry_period.total_seconds(),
         metrics_timeout=args.metrics_timeout.total_seconds(),
+        kube_api_qps=args.kube_api_qps,
+        kube_api_burst=args.kube_api_burst,
+        shutdown_grace=args.shutdown_grace_period.total_seconds(),
+        informer_stale_after=args.informer_stale_after.total_seconds(),
+        informer_watch_idle_timeout=args.informer_watch_idle_timeout.total_seconds(),
+        insecure_skip_auth=args.insecure_skip_auth,
+        always_allow_paths=args.authorization_always_allow_paths,
+        tls_cert_file=args.tls_cert_file,
+        tls_key_file=args.tls_private_key_file,
+        cert_dir=args.cert_dir,
+        cert_dns_names=args.cert_dns_name,
     )
+    if opts.insecure_skip_auth and not ipaddress.ip_address(opts.bind_address).is_loopback:
+        print("error: --insecure-skip-auth only binds to loopback", file=sys.stderr)
+        return 2
+    if opts.kube_api_qps > 0 and opts.kube_api_burst < 1:
+        print("error: --kube-api-burst must be at least 1 when --kube-api-qps is above 0", file=sys.stderr)
+        return 2
     if opts.leader_elect and not opts.lease_duration > opts.renew_deadline > opts.retry_period > 0:
         print(
             "error: leader election needs --leader-elect-lease-duration > --leader-elect-renew-deadline "
@@ -204,33 +238,55 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
                 if not informer.synced.wait(30):
                     raise KubeError(0, f"could not list {informer.path} within 30s: {informer.error}")
             observer = Observer(kube, RESTMapper(kube), hpas, pods, _settings(args))
-            history = _live_history(args.controller_url, namespace, name) if args.controller_url else None
+            history = _live_history(args, namespace, name) if args.controller_url else None
             snap = asyncio.run(observer.observe(namespace, name, history)).snapshot
         finally:
             pods.stop()
             hpas.stop()
-    except KubeError as e:
+    except (KubeError, EndpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(yaml.safe_dump(snap, sort_keys=False), end="")
     return 0
 
 
-def _live_history(url: str, namespace: str, name: str) -> History | None:
+def _live_history(args: argparse.Namespace, namespace: str, name: str) -> History | None:
     """The running controller's memory of the HPA (its /debug/history endpoint)."""
-    import urllib.error
-    import urllib.request
-
+    from controller.endpoint_client import get_json
     from controller.engine.parse import parse_history_wire
 
+    url = f"{args.controller_url.rstrip('/')}/debug/history/{namespace}/{name}"
     try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/debug/history/{namespace}/{name}", timeout=10) as r:
-            return parse_history_wire(json.loads(r.read()))
-    except urllib.error.HTTPError as e:
-        if e.code == 404:
-            print(f"note: {url} has not reconciled {namespace}/{name}: no history", file=sys.stderr)
+        return parse_history_wire(get_json(url, **_endpoint_auth(args)))
+    except EndpointError as e:
+        if e.status == 404:
+            print(
+                f"note: {args.controller_url} has not reconciled {namespace}/{name}: no history",
+                file=sys.stderr,
+            )
             return None
         raise
+
+
+def _endpoint_auth(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "kubeconfig": args.kubeconfig,
+        "ca_file": args.controller_ca_file,
+        "insecure": args.insecure_skip_tls_verify,
+    }
+
+
+def _endpoint_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--controller-ca-file",
+        help="CA that signed the controller's serving certificate (the chart's: the controller TLS "
+        "Secret's ca.crt)",
+    )
+    p.add_argument(
+        "--insecure-skip-tls-verify",
+        action="store_true",
+        help="do not verify the controller's certificate (its self-signed one, on a trusted network)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -293,8 +349,80 @@ def build_parser() -> argparse.ArgumentParser:
         help="timeout of each read from the metrics APIs (default 15s, above the adapter's 10s "
         "Prometheus deadline): an overloaded adapter slows a reconcile, never stalls it",
     )
-    r.add_argument("--bind-address", default="0.0.0.0", help="address of /metrics and /healthz")
-    r.add_argument("--port", type=int, default=10258, help="port of /metrics and /healthz")
+    r.add_argument(
+        "--kube-api-qps",
+        type=float,
+        default=20.0,
+        help="requests a second to the API server, per client (informers, reconciles, metrics reads), "
+        "after a burst; kube-controller-manager's flag and default (20; 0: no limit)",
+    )
+    r.add_argument(
+        "--kube-api-burst",
+        type=int,
+        default=30,
+        help="requests a client may send at once before --kube-api-qps paces it (default 30)",
+    )
+    r.add_argument(
+        "--shutdown-grace-period",
+        type=_duration,
+        default=timedelta(seconds=20),
+        help="on SIGTERM, how long the reconciles under way may take to finish before they are "
+        "cancelled (default 20s; keep it below the pod's terminationGracePeriodSeconds, 30s)",
+    )
+    r.add_argument(
+        "--informer-stale-after",
+        type=_duration,
+        default=timedelta(minutes=3),
+        help="/readyz fails while an informer has heard nothing from the API server for this long "
+        "(default 3m)",
+    )
+    r.add_argument(
+        "--informer-watch-idle-timeout",
+        type=_duration,
+        default=timedelta(seconds=90),
+        help="a watch that delivers nothing, not even a bookmark, for this long is re-established "
+        "(default 90s)",
+    )
+    r.add_argument(
+        "--bind-address",
+        default="0.0.0.0",
+        help="address of the HTTPS endpoints: /metrics, /debug/*, /healthz, /readyz (default 0.0.0.0)",
+    )
+    r.add_argument(
+        "--secure-port",
+        "--port",
+        dest="port",
+        type=_port,
+        default=10258,
+        help="HTTPS port of the endpoints (default 10258); --port is the same flag's older name",
+    )
+    r.add_argument(
+        "--authorization-always-allow-paths",
+        type=_paths,
+        default=("/healthz", "/readyz", "/livez"),
+        metavar="PATH,...",
+        help="paths served without authentication or authorization (default /healthz,/readyz,/livez); "
+        "every other path needs a token or client certificate the API server vouches for and "
+        "permission to get it as a non-resource URL",
+    )
+    r.add_argument(
+        "--insecure-skip-auth",
+        action="store_true",
+        help="serve the endpoints without authentication or authorization (local use; loopback only)",
+    )
+    r.add_argument("--tls-cert-file", help="serving certificate (PEM); self-signed in --cert-dir if omitted")
+    r.add_argument("--tls-private-key-file", help="the serving certificate's key (PEM)")
+    r.add_argument(
+        "--cert-dir",
+        default="controller.local.config/certificates",
+        help="where the self-signed certificate goes when none is given",
+    )
+    r.add_argument(
+        "--cert-dns-name",
+        action="append",
+        default=[],
+        help="DNS name for the self-signed certificate (repeatable)",
+    )
     r.add_argument("--log-format", choices=("json", "console"), default="json")
     r.add_argument("--log-level", default="info")
     r.set_defaults(func=cmd_run)
@@ -302,10 +430,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("hpa", metavar="NAMESPACE/NAME")
     s.add_argument(
         "--controller-url",
-        help="the running controller's /metrics address (e.g. http://127.0.0.1:10258): its memory of "
-        "the HPA (recommendations, scale events) goes into the snapshot, so decide reproduces "
-        "the live decision exactly",
+        help="the running controller's endpoints (e.g. https://127.0.0.1:10258), read with the "
+        "kubeconfig's credentials: its memory of the HPA (recommendations, scale events) goes into "
+        "the snapshot, so decide reproduces the live decision exactly",
     )
+    _endpoint_flags(s)
     _live_flags(s)
     s.set_defaults(func=cmd_snapshot)
     c = sub.add_parser(
@@ -315,8 +444,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--controller-url",
         required=True,
-        help="the dry-run controller's /metrics address (e.g. http://127.0.0.1:10258)",
+        help="the dry-run controller's endpoints (e.g. https://127.0.0.1:10258), read with the "
+        "kubeconfig's credentials (get on /debug/*)",
     )
+    c.add_argument(
+        "--kubeconfig", help="whose credentials to send (default: in-cluster, then ~/.kube/config)"
+    )
+    _endpoint_flags(c)
     c.add_argument("hpa", nargs="?", metavar="NAMESPACE/NAME", help="one HPA (default: all)")
     c.add_argument("-o", "--output", choices=("table", "json"), default="table")
     c.add_argument("--all", action="store_true", help="list agreeing HPAs too (default: differences only)")
@@ -334,8 +468,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     running is shown as "settling" (the two controllers sync at different moments while the
     metrics move); one still there at the third is a difference and makes the exit code 1.
     """
-    import urllib.error
-    import urllib.request
+    from controller.endpoint_client import get_json
 
     url = f"{args.controller_url.rstrip('/')}/debug/shadow"
     if args.hpa:
@@ -345,14 +478,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             return 2
         url += f"/{namespace}/{name}"
     try:
-        with urllib.request.urlopen(url, timeout=10) as r:
-            data = json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        detail = json.loads(e.read() or b"{}").get("message", e.reason)
-        print(f"error: {url}: {detail}", file=sys.stderr)
-        return 2
-    except (urllib.error.URLError, OSError) as e:
-        print(f"error: cannot reach the controller at {args.controller_url}: {e}", file=sys.stderr)
+        data = get_json(url, **_endpoint_auth(args))
+    except (EndpointError, KubeError) as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     items = data.get("items", [])
     differing = [i for i in items if i.get("differs")]

@@ -114,7 +114,7 @@ def register_and_start_adapter(
     """The adapter registered as a cluster would do it, running with its ServiceAccount's token."""
     import json as _json
 
-    from adapter.tls import self_signed
+    from shared.tls import self_signed
 
     port = free_port()
     cert, key = self_signed(work / "certs", ["promhpa-adapter.promhpa.svc"])

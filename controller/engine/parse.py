@@ -13,7 +13,7 @@ minReplicas 1, the CPU 80% metric when none is given, and behavior's policies/wi
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from shared.jsondoc import json_copy
 
@@ -40,10 +40,20 @@ from .model import (
 )
 from .reader import SnapshotError, _Reader, _type_name
 
-if TYPE_CHECKING:
-    from .memo import ParseMemo
-
 T = TypeVar("T")
+
+
+class ParseMemo(Protocol):
+    """What ``parse_snapshot`` asks of a memo (``memo.ParseMemo`` is the one): parses that
+    return the last result for a document that is the same object as last time."""
+
+    def settings(self, r: _Reader) -> Settings: ...
+
+    def pod(self, r: _Reader) -> Pod: ...
+
+    def history(self, key: tuple[str, str] | None, r: _Reader) -> History: ...
+
+
 __all__ = ["SnapshotError", "parse_snapshot"]
 
 

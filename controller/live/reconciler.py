@@ -83,6 +83,22 @@ class ControllerMetrics:
             registry=r,
         )
 
+    def watch_informers(self, informers: dict[str, Informer]) -> None:
+        """Each informer's age -- seconds since the API server last answered it -- read when
+        scraped: a frozen cache shows as a growing number, not as silence."""
+        ages = Gauge(
+            "promhpa_controller_informer_last_contact_age_seconds",
+            "Seconds since the API server last answered an informer (list, watch or event)",
+            ["informer"],
+            registry=self.registry,
+        )
+        for name, informer in informers.items():
+            ages.labels(name).set_function(_age_of(informer))
+
+
+def _age_of(informer: Informer) -> Callable[[], float]:
+    return lambda: informer.age() or 0.0
+
 
 @dataclass
 class Reconciler:
@@ -99,8 +115,13 @@ class Reconciler:
     memory: dict[tuple[str, str], History] = field(default_factory=dict)
     selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
     shadow: Shadow = field(default_factory=Shadow)
+    # the metrics APIs' reads, on a client (and rate limit) of their own, as
+    # kube-controller-manager's metrics clients are; None: ``kube``
+    metrics_kube: Kube | None = None
 
     def __post_init__(self) -> None:
+        if self.metrics_kube is None:
+            self.metrics_kube = self.kube
         self._warned: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=300)
         # the informer's pods, the flags and each HPA's memory: parsed once, not every reconcile
         self._memo = ParseMemo()
@@ -114,6 +135,7 @@ class Reconciler:
             self.clock,
             self.selectors,
             self._memo,
+            metrics_kube=self.metrics_kube,
         )
 
     async def snapshot(self, namespace: str, name: str) -> tuple[dict[str, Any], dict[str, Any], str | None]:

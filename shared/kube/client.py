@@ -24,6 +24,7 @@ from shared.version import promhpa_version
 
 from .errors import KubeError, Timeout, from_status
 from .http import AsyncHTTP, unsupported
+from .ratelimit import TokenBucket
 
 if TYPE_CHECKING:
     import kubernetes
@@ -75,6 +76,13 @@ class Kube:
     write_guard: Callable[[], None] | None = None
     # the async calls' transport when set (``on_loop``); else the client's, in a thread
     http: AsyncHTTP | None = None
+    # client-side rate limit on every request, lists and watches included (``limited``)
+    limiter: TokenBucket | None = None
+
+    def limited(self, qps: float, burst: int) -> Kube:
+        """The same client, at most ``qps`` requests a second after a ``burst`` (client-go's
+        QPS and Burst; ``qps <= 0``: no limit). Copies made from it share the bucket."""
+        return replace(self, limiter=TokenBucket(qps, burst) if qps > 0 else None)
 
     def on_loop(self) -> Kube:
         """The same client with its async calls sent from the event loop (``http``), where
@@ -97,9 +105,10 @@ class Kube:
         path: str,
         body: Any = None,
         query: list[tuple[str, str]] | None = None,
-        timeout: float = 30,
+        timeout: float | tuple[float, float] = 30,
     ) -> Any:
-        """One request through the client's auth and TLS; raises KubeError on non-2xx."""
+        """One request through the client's auth and TLS; raises KubeError on non-2xx.
+        ``timeout``: seconds for the whole request, or (connect, each read)."""
         # imported by ``load`` already (there is no ``api`` without it): a dictionary lookup
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError as Urllib3Error
@@ -107,6 +116,8 @@ class Kube:
 
         if method != "GET" and self.write_guard is not None:
             self.write_guard()
+        if self.limiter is not None:
+            self.limiter.wait_sync()
         try:
             m, url, headers, data, post = self.api.param_serialize(
                 method=method,
@@ -122,10 +133,12 @@ class Kube:
         except ApiException as e:
             raise from_status(e.status or 0, e.body, f"{method} {path}", str(e.reason or e)) from None
         except Urllib3Timeout as e:
-            raise Timeout(0, f"no answer within {timeout:g}s ({e})", request=f"{method} {path}") from None
+            raise Timeout(0, f"no answer within {_secs(timeout)} ({e})", request=f"{method} {path}") from None
         except (Urllib3Error, OSError) as e:
             if isinstance(getattr(e, "reason", None), Urllib3Timeout):
-                raise Timeout(0, f"no answer within {timeout:g}s ({e})", request=f"{method} {path}") from None
+                raise Timeout(
+                    0, f"no answer within {_secs(timeout)} ({e})", request=f"{method} {path}"
+                ) from None
             raise KubeError(0, str(e), request=f"{method} {path}") from None
         if not 200 <= resp.status < 300:
             raise from_status(resp.status, resp.read() or b"", f"{method} {path}", str(resp.reason))
@@ -152,11 +165,16 @@ class Kube:
         query: list[tuple[str, str]] | None = None,
         timeout: float = 30,
     ) -> Any:
+        if self.limiter is not None:
+            await self.limiter.wait()  # here, not in the worker thread: waiting holds no thread
         if self.http is None:
-            return await _off_loop(self._call, method, path, body, query, timeout)
+            return await _off_loop(self._unlimited()._call, method, path, body, query, timeout)
         if method != "GET" and self.write_guard is not None:
             self.write_guard()
         return await self.http.request(method, path, body, query, timeout)
+
+    def _unlimited(self) -> Kube:
+        return replace(self, limiter=None) if self.limiter is not None else self
 
     async def get(self, path: str, query: list[tuple[str, str]] | None = None, timeout: float = 30) -> Any:
         return await self._async("GET", path, None, query, timeout)
@@ -173,8 +191,11 @@ class Kube:
         resource_version: str,
         timeout_seconds: int = 300,
         extra: list[tuple[str, str]] | None = None,
+        idle_timeout: float | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """Blocking iterator of watch events (type, object) until the server ends the watch."""
+        """Blocking iterator of watch events (type, object) until the server ends the watch.
+        The request is sent before the first event is asked for. ``idle_timeout``: ``Timeout``
+        when nothing at all arrives for that long (default: the watch's own length + 30 s)."""
         query = [
             *(extra or []),
             ("watch", "1"),
@@ -183,8 +204,16 @@ class Kube:
             ("timeoutSeconds", str(timeout_seconds)),
         ]
         from urllib3.exceptions import HTTPError as Urllib3Error
+        from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
-        stream = self._request("GET", path, None, query, timeout_seconds + 30).response
+        read = idle_timeout if idle_timeout is not None else timeout_seconds + 30
+        stream = self._request("GET", path, None, query, (min(30.0, read), read)).response
+        return self._events(stream, path, read, Urllib3Error, Urllib3Timeout)
+
+    @staticmethod
+    def _events(
+        stream: Any, path: str, idle: float, http_error: type[Exception], timeout_error: type[Exception]
+    ) -> Iterator[dict[str, Any]]:
         buffer = b""
         try:
             for chunk in stream.stream(65536, decode_content=True):
@@ -193,10 +222,16 @@ class Kube:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
                         yield json.loads(line)
-        except (Urllib3Error, OSError) as e:
+        except (http_error, OSError) as e:
+            if isinstance(e, timeout_error) or isinstance(getattr(e, "reason", None), timeout_error):
+                raise Timeout(0, f"nothing received for {idle:g}s", request=f"watch {path}") from None
             raise KubeError(0, str(e), request=f"watch {path}") from None
         finally:
             stream.release_conn()
+
+
+def _secs(timeout: float | tuple[float, float]) -> str:
+    return f"{timeout[1]:g}s" if isinstance(timeout, tuple) else f"{timeout:g}s"
 
 
 async def _off_loop(fn: Callable[..., Any], *args: Any) -> Any:

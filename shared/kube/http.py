@@ -6,9 +6,12 @@ request through urllib3 and http.client; profiled beside kube-controller-manager
 HPAs, that transport was most of our CPU per reconcile. This module sends the same
 requests from the event loop over one kept-alive aiohttp connection pool, with
 everything that decides *who we are* still taken from the kubernetes client's
-``Configuration``: the server, the CA, the client certificate and the bearer token (read
-through ``auth_settings()`` on every request, so the in-cluster token file and exec or
-OIDC credentials refresh exactly as they do for the client). A configuration this module
+``Configuration``: the server, the CA, the client certificate and the bearer token, read
+through ``auth_settings()`` so the in-cluster token file and exec or OIDC credentials
+refresh exactly as they do for the client. Where the configuration has a refresh hook
+(which may read a file or run an exec credential plugin) it runs in a thread, at most once
+every ``AUTH_REFRESH`` seconds, with concurrent callers sharing one refresh: never on the
+event loop. A configuration this module
 does not reproduce (a proxy, a TLS server name, a pinned hostname, socket options) keeps
 the threaded client: ``unsupported`` says why.
 """
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
     from kubernetes.client import Configuration
 
 _HEADERS = {"Accept": "application/json", "Content-Type": "application/json"}
+AUTH_REFRESH = 10.0  # seconds a refreshed credential is reused before the hook is asked again
 
 
 def unsupported(conf: Configuration) -> str | None:
@@ -68,6 +72,8 @@ class AsyncHTTP:
         self._ssl = ssl_context(conf) if self.base.startswith("https:") else None
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._auth_cached: tuple[float, dict[str, str]] | None = None
+        self._auth_refresh: asyncio.Future[dict[str, str]] | None = None
 
     def _client(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -80,8 +86,22 @@ class AsyncHTTP:
             )
         return self._session
 
-    def _auth(self) -> dict[str, str]:
-        """Headers from the client's auth settings, asked anew each time (tokens rotate)."""
+    async def _auth(self) -> dict[str, str]:
+        """The client's auth headers. Without a refresh hook they are plain fields, read here
+        each time; with one, the hook runs in a thread (``AUTH_REFRESH``)."""
+        if getattr(self.conf, "refresh_api_key_hook", None) is None:
+            return self._auth_headers()
+        loop = asyncio.get_running_loop()
+        if self._auth_cached is not None and loop.time() - self._auth_cached[0] < AUTH_REFRESH:
+            return self._auth_cached[1]
+        if self._auth_refresh is None or self._auth_refresh.done():
+            self._auth_refresh = asyncio.ensure_future(asyncio.to_thread(self._auth_headers))
+        headers = await asyncio.shield(self._auth_refresh)
+        self._auth_cached = (loop.time(), headers)
+        return headers
+
+    def _auth_headers(self) -> dict[str, str]:
+        """Headers from the client's auth settings (may run the refresh hook: a thread's job)."""
         out: dict[str, str] = {}
         settings: dict[str, dict[str, Any]] = dict(self.conf.auth_settings())  # type: ignore[arg-type]
         for setting in settings.values():
@@ -106,7 +126,7 @@ class AsyncHTTP:
                 self.base + path,
                 params=query or None,
                 data=data,
-                headers=self._auth(),
+                headers=await self._auth(),
                 timeout=aiohttp.ClientTimeout(total=timeout),
             ) as resp:
                 raw = await resp.read()

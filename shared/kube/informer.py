@@ -8,10 +8,20 @@ index keys -- by default ``namespace`` and ``label`` (namespace, key, value) -- 
 HPA's pods are found without scanning a namespace. A ``transform`` (client-go's
 ``SetTransform``) keeps only what the reader needs. A broken or expired watch (410 Gone)
 re-lists, with backoff, and the cache keeps serving meanwhile.
+
+It never dies silently: any exception -- a bug in a transform or an index function
+included -- is logged with its traceback, then the informer backs off and re-lists. It
+knows how long it has heard nothing from the API server (``age``: since the last list,
+watch start, event or bookmark): a watch that delivers nothing, not even a bookmark, for
+``watch_idle_timeout`` is dropped and re-established from the last resourceVersion, so a
+connection that died without a word is noticed, and readers judge staleness by ``age``.
+An event loop waits for the first list with ``wait_synced``, which holds no thread.
 """
 
 from __future__ import annotations
 
+import asyncio
+import random
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable
@@ -23,7 +33,7 @@ import structlog
 from shared.selectors import Selector
 
 from .client import Kube
-from .errors import Forbidden, Gone, KubeError, Unauthorized
+from .errors import Forbidden, Gone, KubeError, Timeout, Unauthorized
 
 log = structlog.get_logger("informer")
 Key = tuple[str, str]  # (namespace, name)
@@ -75,6 +85,58 @@ class Informer:
     _epoch: int = 0
     _namespace_changes: dict[str, int] = field(default_factory=dict)
     _all_changes: int = 0
+    # a watch that delivers nothing -- no event, no bookmark (the API server sends one about
+    # every minute) -- for this long is dropped and re-established from the last
+    # resourceVersion: a connection that died without a word is noticed, not waited on
+    watch_idle_timeout: float = 90.0
+    # each watch's server-side timeout is drawn from [1x, 2x) of this, as client-go's
+    # reflector does (5-10 min), so many informers do not re-watch in step
+    watch_timeout: int = 300
+    # time.monotonic() of the last word from the API server: a list, a watch's start, an
+    # event or a bookmark
+    last_contact: float | None = None
+    failures: int = 0  # list or watch attempts that ended in an error, since start
+    # event loops waiting for the first list (``wait_synced``): (loop, future) pairs
+    _waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = field(default_factory=list)
+
+    def age(self, now: float | None = None) -> float | None:
+        """Seconds since the API server last said anything to this informer (None: never)."""
+        if self.last_contact is None:
+            return None
+        return (time.monotonic() if now is None else now) - self.last_contact
+
+    def _contact(self) -> None:
+        self.last_contact = time.monotonic()
+
+    async def wait_synced(self, timeout: float | None = None) -> bool:
+        """Until the first list is in (True), or ``timeout`` seconds (False), without a
+        thread: the informer's thread wakes the waiting loop."""
+        if self.synced.is_set():
+            return True
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            self._waiters.append((loop, future))
+        if self.synced.is_set():  # set between the first look and registering
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(future)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            with self._lock:
+                if (loop, future) in self._waiters:
+                    self._waiters.remove((loop, future))
+
+    def _set_synced(self) -> None:
+        self.synced.set()
+        with self._lock:
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_resolve, future)
 
     def start(self) -> Informer:
         threading.Thread(target=self._run, name=f"informer{self.path}", daemon=True).start()
@@ -194,43 +256,13 @@ class Informer:
         query = [("labelSelector", self.label_selector)] if self.label_selector else []
         while not self.stopped.is_set():
             try:
-                fresh, rv = self._list(query)
-                gone = [self.objects[k] for k in self.objects.keys() - fresh.keys()]
-                indexes: dict[str, dict[Hashable, set[Key]]] = {}
-                for k, o in fresh.items():
-                    _add_to_indexes(indexes, self.indexers, k, o)
-                with self._lock:  # one swap: readers never see a half-built cache
-                    self.objects, self._indexes = fresh, indexes
-                    self._epoch += 1
-                self.relists += 1
-                for obj in gone:
-                    self._notify("DELETED", obj)
-                for obj in fresh.values():
-                    self._notify("ADDED", obj)
-                self.synced.set()
-                self.error = ""
+                rv = self._relist(query)
                 backoff = 0.5
                 while not self.stopped.is_set():
-                    for event in self.kube.watch_sync(self.path, rv, extra=query):
-                        kind, obj = event.get("type", ""), self._shrink(event.get("object", {}))
-                        if kind == "ERROR":
-                            raise KubeError(int(obj.get("code", 0)), str(obj.get("message", "watch error")))
-                        meta = obj.get("metadata", {})
-                        rv = meta.get("resourceVersion", rv)
-                        if kind == "BOOKMARK":
-                            continue
-                        if (
-                            self.label_selector
-                            and kind != "DELETED"
-                            and not _matches(obj, self.label_selector)
-                        ):
-                            kind = "DELETED"  # it no longer matches: forget it
-                        key = (meta.get("namespace", ""), meta.get("name", ""))
-                        with self._lock:
-                            self._index(key, None if kind == "DELETED" else obj)
-                        self._notify(kind, obj)
-            except (KubeError, KeyError, ValueError) as e:
-                self.error = str(e)
+                    rv = self._watch(query, rv)
+            except Exception as e:  # whatever it was, heal: log, back off, re-list
+                self.failures += 1
+                self.error = str(e) or type(e).__name__
                 if self.stopped.is_set():
                     break
                 if isinstance(e, Unauthorized | Forbidden):
@@ -242,11 +274,71 @@ class Informer:
                         status=e.status,
                         error=str(e),
                     )
-                else:
-                    log.info("watch ended; re-listing", path=self.path, error=str(e))
-                if not self.stopped.is_set():
-                    time.sleep(backoff)
-                    backoff = min(backoff * 2, 10.0)
+                elif isinstance(e, KubeError):
+                    log.info("watch ended; re-listing", path=self.path, error=str(e), backoff=backoff)
+                else:  # a bug, ours or a callback's: the traceback says where
+                    log.error(
+                        "informer failed unexpectedly; re-listing",
+                        path=self.path,
+                        backoff=backoff,
+                        exc_info=e,
+                    )
+                self.stopped.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
+
+    def _relist(self, query: list[tuple[str, str]]) -> str:
+        """List everything, swap the cache in one piece, report the differences; the list's
+        resourceVersion, to watch from."""
+        fresh, rv = self._list(query)
+        self._contact()
+        gone = [self.objects[k] for k in self.objects.keys() - fresh.keys()]
+        indexes: dict[str, dict[Hashable, set[Key]]] = {}
+        for k, o in fresh.items():
+            _add_to_indexes(indexes, self.indexers, k, o)
+        with self._lock:  # one swap: readers never see a half-built cache
+            self.objects, self._indexes = fresh, indexes
+            self._epoch += 1
+        self.relists += 1
+        for obj in gone:
+            self._notify("DELETED", obj)
+        for obj in fresh.values():
+            self._notify("ADDED", obj)
+        self._set_synced()
+        self.error = ""
+        return rv
+
+    def _watch(self, query: list[tuple[str, str]], rv: str) -> str:
+        """One watch from ``rv`` until the server ends it or it goes quiet for
+        ``watch_idle_timeout``; the last resourceVersion seen, to watch on from."""
+        server_timeout = self.watch_timeout + random.randrange(self.watch_timeout or 1)
+        events = self.kube.watch_sync(
+            self.path, rv, server_timeout, extra=query, idle_timeout=self.watch_idle_timeout
+        )
+        self._contact()
+        try:
+            for event in events:
+                self._contact()
+                kind, obj = event.get("type", ""), self._shrink(event.get("object", {}))
+                if kind == "ERROR":
+                    raise KubeError(int(obj.get("code", 0)), str(obj.get("message", "watch error")))
+                meta = obj.get("metadata", {})
+                rv = meta.get("resourceVersion", rv)
+                if kind == "BOOKMARK":
+                    continue
+                if self.label_selector and kind != "DELETED" and not _matches(obj, self.label_selector):
+                    kind = "DELETED"  # it no longer matches: forget it
+                key = (meta.get("namespace", ""), meta.get("name", ""))
+                with self._lock:
+                    self._index(key, None if kind == "DELETED" else obj)
+                self._notify(kind, obj)
+        except Timeout:
+            log.info("watch went quiet; re-watching", path=self.path, idle_seconds=self.watch_idle_timeout)
+        return rv
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _add_to_indexes(

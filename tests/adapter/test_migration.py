@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from adapter import compat
-from adapter.__main__ import _header, prometheus_settings, serve_parser
-from adapter.tls import self_signed, server_context
+from adapter.flags import _header, prometheus_settings, serve_parser
 from localcluster import Cluster
+from shared.tls import self_signed, server_context
 from tests.support import (
     ROOT,
     AdapterProcess,

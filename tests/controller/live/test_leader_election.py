@@ -9,7 +9,7 @@ from typing import Any
 import kubernetes
 import pytest
 
-from controller.live.runner import LeaderElector, NotLeader
+from controller.live.leader import LeaderElector, NotLeader
 from shared.kube.client import Kube
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from controller.live.runner import WorkQueue
+from controller.live.workqueue import WorkQueue
 
 A = ("ns", "a")
 

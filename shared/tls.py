@@ -1,9 +1,11 @@
 """Serving certificates: the one given, or a self-signed one written to --cert-dir.
 
-The adapter always serves TLS (the aggregator only speaks HTTPS to it). Without
---tls-cert-file/--tls-private-key-file it creates a key and a self-signed certificate for
-localhost, 127.0.0.1 and every --cert-dns-name (e.g. ``promhpa-adapter.monitoring.svc``,
-the name the aggregator verifies), and reuses them on restart while they stay valid.
+Both processes always serve TLS: the adapter because the aggregator only speaks HTTPS to
+it, the controller because its endpoints carry bearer tokens, as kube-controller-manager's
+secure port does. Without --tls-cert-file/--tls-private-key-file a process creates a key
+and a self-signed certificate for localhost, 127.0.0.1 and every --cert-dns-name (e.g.
+``promhpa-adapter.monitoring.svc``, the name the aggregator verifies), and reuses them on
+restart while they stay valid.
 """
 
 from __future__ import annotations

@@ -1,0 +1,363 @@
+"""The adapter's command line: every flag of ``promhpa-adapter`` and ``check-config``.
+
+Flags keep prometheus-adapter's names where they exist (``compat`` maps the rest of
+v0.12.0's). Only parsing lives here; what the flags build is ``server``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from shared.durations import DurationError, parse_duration
+from shared.version import promhpa_version
+
+from . import compat
+from .prometheus import PrometheusSettings
+from .rules_webhook import WEBHOOK_PATH
+
+
+def _duration(text: str) -> timedelta:
+    try:
+        return parse_duration(text)
+    except DurationError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def port(text: str) -> int:
+    """A TCP port, 1-65535: a typo is a usage error, not a bind failure at start-up."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (1-65535)")
+    return value
+
+
+def port_or_zero(text: str) -> int:
+    """A port, or 0 (off, or any free port: each flag says which)."""
+    return 0 if text.strip() == "0" else port(text)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in text.split(",") if n.strip())
+
+
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def _header(text: str) -> tuple[str, str]:
+    """'Name: value', or prometheus-adapter's 'Name=value': whichever separator comes first
+    after a valid header name."""
+    for sep in sorted((s for s in ":=" if s in text), key=text.index):
+        name, _, value = text.partition(sep)
+        if _TOKEN.match(name.strip()):
+            return name.strip(), value.strip()
+    raise argparse.ArgumentTypeError(f"{text!r} is not a header; use 'Name: value' (or 'Name=value')")
+
+
+def prometheus_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prometheus-url", required=True, help="Prometheus base URL, e.g. http://prometheus:9090")
+    p.add_argument(
+        "--prometheus-header",
+        type=_header,
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="extra HTTP header for every Prometheus request (repeatable)",
+    )
+    p.add_argument("--prometheus-ca-file", help="CA bundle to verify Prometheus' certificate")
+    p.add_argument("--prometheus-token-file", help="bearer token file, re-read on every request")
+    p.add_argument("--prometheus-client-cert", help="client certificate for Prometheus")
+    p.add_argument("--prometheus-client-key", help="client key for Prometheus")
+    p.add_argument("--prometheus-auth-username", help="basic auth user name")
+    p.add_argument("--prometheus-auth-password-file", help="file holding the basic auth password")
+    p.add_argument(
+        "--prometheus-method",
+        choices=("GET", "POST"),
+        default="GET",
+        help="HTTP method for queries (default GET; a query longer than --prometheus-post-over is "
+        "always POSTed)",
+    )
+    p.add_argument(
+        "--prometheus-post-over",
+        type=int,
+        default=4096,
+        metavar="BYTES",
+        help="POST queries whose encoded PromQL is longer than this (default 4096; 0: never), so a "
+        "pods/* request over thousands of pods never exceeds a proxy's URL limit",
+    )
+    p.add_argument(
+        "--prometheus-timeout",
+        type=_duration,
+        default=timedelta(seconds=10),
+        help="deadline of each Prometheus call, retry included (default 10s): past it the request "
+        "gets a 504 Timeout Status; keep it below the HPA controller's metrics timeout",
+    )
+    p.add_argument(
+        "--prometheus-retries",
+        type=int,
+        choices=(0, 1),
+        default=1,
+        help="one more attempt after a refused connection or a 502/503/504, only inside the deadline "
+        "(default 1; 0: none)",
+    )
+    p.add_argument(
+        "--prometheus-max-connections",
+        type=int,
+        default=64,
+        metavar="N",
+        help="connections open at once to one Prometheus backend (default 64; 0: no bound): a query "
+        "past it waits, inside its own deadline, for one to come free",
+    )
+    p.add_argument(
+        "--prometheus-insecure-skip-verify",
+        action="store_true",
+        help="do not verify Prometheus' certificate (testing only)",
+    )
+
+
+def prometheus_settings(a: argparse.Namespace) -> PrometheusSettings:
+    """Our Prometheus flags, with prometheus-adapter's --prometheus-auth-config and
+    --prometheus-auth-incluster filling what ours leave unset."""
+    basic = None
+    if a.prometheus_auth_username:
+        password = (
+            Path(a.prometheus_auth_password_file).read_text().strip()
+            if a.prometheus_auth_password_file
+            else ""
+        )
+        basic = (a.prometheus_auth_username, password)
+    extra: dict[str, Any] = {}
+    if getattr(a, "prometheus_auth_config", None):
+        extra = compat.auth_from_kubeconfig(a.prometheus_auth_config)
+    elif getattr(a, "prometheus_auth_incluster", None) not in (None, "false"):
+        extra = {
+            "token_file": str(compat.IN_CLUSTER / "token"),
+            "ca_file": str(compat.IN_CLUSTER / "ca.crt"),
+        }
+    headers = dict(a.prometheus_header)
+    if extra.get("token"):
+        headers.setdefault("Authorization", f"Bearer {extra['token']}")
+    return PrometheusSettings(
+        url=a.prometheus_url,
+        headers=headers,
+        ca_file=a.prometheus_ca_file or extra.get("ca_file"),
+        token_file=a.prometheus_token_file or extra.get("token_file"),
+        client_cert=a.prometheus_client_cert or extra.get("client_cert"),
+        client_key=a.prometheus_client_key or extra.get("client_key"),
+        basic_auth=basic or extra.get("basic_auth"),
+        method=a.prometheus_method,
+        post_over=a.prometheus_post_over,
+        timeout=a.prometheus_timeout.total_seconds(),
+        retries=a.prometheus_retries,
+        insecure_skip_verify=a.prometheus_insecure_skip_verify or bool(extra.get("insecure_skip_verify")),
+    )
+
+
+def check_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="promhpa-adapter check-config",
+        description="Validate a rule file; with --prometheus-url, show what each rule serves.",
+    )
+    p.add_argument("config", help="the rule file (prometheus-adapter format)")
+    p.add_argument("--prometheus-url", help="Prometheus to discover series from")
+    p.add_argument("--metrics-max-age", type=_duration, default=timedelta(minutes=10))
+    p.add_argument(
+        "--kubeconfig",
+        help="check every resource a rule names against this cluster's API discovery "
+        "(custom resources included)",
+    )
+    return p
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="promhpa-adapter",
+        description="Serve custom.metrics.k8s.io, external.metrics.k8s.io and metrics.k8s.io from "
+        "Prometheus, with prometheus-adapter's rule files.",
+        epilog="`promhpa-adapter check-config FILE` validates a rule file.",
+    )
+    _serve_flags(p)
+    return p
+
+
+def _serve_flags(p: argparse.ArgumentParser) -> None:
+    prometheus_flags(p)
+    p.add_argument("--version", action="version", version=f"promhpa-adapter {promhpa_version()}")
+    compat.add_flags(p)
+    # prometheus-adapter's charts pass klog's flags; accepted so a migration needs no edit
+    p.add_argument(
+        "--v",
+        "-v",
+        type=int,
+        default=None,
+        metavar="N",
+        help="klog verbosity: 4 or more is --log-level=debug",
+    )
+    p.add_argument(
+        "--config", help="rule file (prometheus-adapter format); prometheus-adapter's defaults if omitted"
+    )
+    p.add_argument(
+        "--config-reload-interval",
+        type=_duration,
+        default=timedelta(seconds=10),
+        help="how often the rule file is checked for changes (default 10s; 0 disables): a valid "
+        "change is served without a restart, an invalid one is refused and the old rules kept",
+    )
+    p.add_argument(
+        "--metrics-relist-interval",
+        type=_duration,
+        default=timedelta(minutes=10),
+        help="how often to rediscover series (default 10m; unknown metrics are also looked up on demand)",
+    )
+    p.add_argument(
+        "--metrics-max-age",
+        type=_duration,
+        default=None,
+        help="how far back discovery looks for series (default: the relist interval)",
+    )
+    p.add_argument(
+        "--query-cache-ttl",
+        type=_duration,
+        default=timedelta(seconds=5),
+        help="how long query results are reused (default 5s; 0 disables)",
+    )
+    p.add_argument(
+        "--secure-port",
+        type=port_or_zero,
+        default=6443,
+        help="HTTPS port of the metrics APIs (default 6443; 0: any free port)",
+    )
+    p.add_argument(
+        "--bind-address",
+        default="0.0.0.0",
+        help="address every listener binds to (default 0.0.0.0)",
+    )
+    p.add_argument(
+        "--health-port",
+        type=port_or_zero,
+        default=8081,
+        help="plain-HTTP port for /healthz, /livez and /readyz, served by a process of its own so "
+        "probes never wait behind API load (default 8081; 0 disables; the secure port serves them too)",
+    )
+    p.add_argument(
+        "--max-requests-inflight",
+        type=int,
+        default=400,
+        help="API requests handled at once; more get 429 with Retry-After (default 400; 0: no limit)",
+    )
+    p.add_argument(
+        "--shutdown-grace-period",
+        type=_duration,
+        default=timedelta(seconds=20),
+        help="on SIGTERM, how long requests in flight may take to finish before their connections "
+        "are closed (default 20s; keep it below the pod's terminationGracePeriodSeconds, 30s)",
+    )
+    p.add_argument(
+        "--informer-stale-after",
+        type=_duration,
+        default=timedelta(minutes=3),
+        help="/readyz fails while a started object informer has heard nothing from the API server "
+        "(no list, watch or event) for this long (default 3m)",
+    )
+    p.add_argument(
+        "--informer-watch-idle-timeout",
+        type=_duration,
+        default=timedelta(seconds=90),
+        help="a watch that delivers nothing, not even a bookmark (the API server sends one about "
+        "every minute), for this long is re-established (default 90s)",
+    )
+    p.add_argument(
+        "--rules-webhook",
+        action="store_true",
+        help=f"serve POST {WEBHOOK_PATH} on --rules-webhook-port: an admission webhook that refuses a "
+        "rules ConfigMap check-config would fail (the chart registers it); needs "
+        "--rules-webhook-client-ca-file",
+    )
+    p.add_argument(
+        "--rules-webhook-port",
+        type=port,
+        default=8444,
+        help="HTTPS port of the rules webhook, a listener of its own that only answers callers with a "
+        "client certificate from --rules-webhook-client-ca-file (default 8444)",
+    )
+    p.add_argument(
+        "--rules-webhook-client-ca-file",
+        help="CA of the client certificate the kube-apiserver presents to webhooks (its "
+        "AdmissionConfiguration kubeConfigFile): a caller without one gets 401, another CA's "
+        "certificate fails the handshake",
+    )
+    p.add_argument(
+        "--rules-webhook-allowed-names",
+        type=_names,
+        default=(),
+        metavar="NAME,...",
+        help="common names the webhook's client certificate may carry (default: any from the CA); "
+        "another name gets 403",
+    )
+    p.add_argument(
+        "--rules-webhook-key",
+        default="config.yaml",
+        help="the ConfigMap key holding the rules (default config.yaml)",
+    )
+    p.add_argument(
+        "--rules-webhook-timeout",
+        type=_duration,
+        default=timedelta(seconds=8),
+        help="how long one review may query Prometheus before its verdict is given without them "
+        "(default 8s; keep it below the webhook's timeoutSeconds, 10s)",
+    )
+    p.add_argument(
+        "--rules-webhook-concurrency",
+        type=int,
+        default=4,
+        help="reviews that query Prometheus at once (default 4); a review past that is checked "
+        "offline at once and admitted with a warning, never queued behind slower ones",
+    )
+    p.add_argument("--tls-cert-file", help="serving certificate (PEM); self-signed in --cert-dir if omitted")
+    p.add_argument("--tls-private-key-file", help="the serving certificate's key (PEM)")
+    p.add_argument(
+        "--cert-dir",
+        default="apiserver.local.config/certificates",
+        help="where the self-signed certificate goes when none is given",
+    )
+    p.add_argument(
+        "--cert-dns-name",
+        action="append",
+        default=[],
+        help="DNS name for the self-signed certificate, e.g. promhpa-adapter.monitoring.svc (repeatable)",
+    )
+    p.add_argument(
+        "--insecure-skip-auth",
+        action="store_true",
+        help="serve without authentication or authorization (local use; loopback only)",
+    )
+    p.add_argument(
+        "--kubeconfig", help="kubeconfig for the Kubernetes API (default: in-cluster, then ~/.kube/config)"
+    )
+    p.add_argument(
+        "--auth-cache-ttl",
+        type=_duration,
+        default=timedelta(seconds=10),
+        help="how long TokenReview and SubjectAccessReview answers are reused (default 10s)",
+    )
+    p.add_argument(
+        "--log-format",
+        choices=("json", "console"),
+        default="json",
+        help="json (one object a line, for log pipelines) or console (default json)",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="least severe level logged (default info)",
+    )

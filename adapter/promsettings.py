@@ -1,0 +1,46 @@
+"""What both Prometheus transports share: a backend's settings and the errors they raise.
+
+Its own module so that the synchronous transport (``promsync``, loaded on first use) and
+the client that loads it (``prometheus``) both depend on it instead of on each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class PrometheusHTTPError(Exception):
+    """A non-2xx answer, from either transport: its status and body as Prometheus sent them."""
+
+    def __init__(self, status: int, body: bytes) -> None:
+        super().__init__(f"HTTP Status Code {status} ({body!r})")
+        self.status, self.body = status, body
+
+
+class TransportError(Exception):
+    """The synchronous transport failed short of an answer (neither a timeout nor a refused
+    connection, which arrive as ``TimeoutError`` and ``ConnectionError``)."""
+
+
+@dataclass(frozen=True)
+class PrometheusSettings:
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    ca_file: str | None = None
+    token_file: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    basic_auth: tuple[str, str] | None = None
+    method: str = "GET"  # GET: POST only for queries longer than post_over; POST: always
+    post_over: int = 4096  # bytes of encoded query; proxies commonly refuse longer URLs
+    timeout: float = 10.0  # the whole call's deadline, retry included
+    retries: int = 1  # 0 or 1: one more attempt, only inside the deadline
+    insecure_skip_verify: bool = False
+    threads: int = 32  # concurrent Prometheus calls (each holds a thread while it waits)
+    name: str = ""  # the rule file's backend name; "" for the command line's
+    params: dict[str, str] = field(default_factory=dict)  # sent with every call (Thanos' dedup, ...)
+
+    @property
+    def who(self) -> str:
+        """How errors name this backend: users with several must know which one failed."""
+        return f'backend "{self.name}" at {self.url}' if self.name else f"Prometheus at {self.url}"

@@ -1,0 +1,350 @@
+"""The adapter's lifecycle, top to bottom: start, serve, drain, stop.
+
+``Adapter.create_app`` is the application factory. Everything the adapter opens is opened
+by one cleanup context, in this order, and closed by it in reverse when the adapter stops:
+
+1. ``connections``: the kept-alive connections to every backend, and the first series
+   discovery, sent at once so Prometheus answers it while the rest starts;
+2. ``kubernetes``: the client (loaded in a thread: importing it is a third of start-up),
+   delegated authentication (the front proxy's CA, TokenReview, SubjectAccessReview) and
+   the object informers behind ``*`` + labelSelector;
+3. discovery (``Relister``), the rule file's reloader, and the heartbeat the probes read.
+
+``serve`` runs it. SIGTERM and SIGINT are handled from the first line -- a container's
+process 1 that installs no handler never receives SIGTERM, and only SIGKILL ends it -- so
+a signal during start-up stops it too. The listeners open once every context has started.
+On a signal readiness goes false at once, the listeners close (no new connection is
+accepted), requests in flight finish within ``--shutdown-grace-period``, the contexts close
+in reverse, and the process exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import ipaddress
+import ssl
+import urllib.parse
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from shared.gcpolicy import freeze_startup_heap
+from shared.kube.client import Kube
+from shared.kube.client import load as load_kube
+from shared.kube.errors import KubeError
+from shared.lifecycle import stop_signals, until_stopped
+from shared.logging import configure
+from shared.tls import self_signed, server_context
+
+from . import compat
+from .app import AUTHENTICATOR, PROVIDERS, AdapterMetrics, build_app, prometheus_session
+from .auth import Authenticator, RequestHeaderConfig, add_client_ca, load_requestheader_config
+from .backends import Backends, basic_auth
+from .config import Backend, Config, load_config, parse_config
+from .default_rules import DEFAULT_RULES
+from .flags import prometheus_settings
+from .health import Health, ProbeServer
+from .objects import ObjectCache
+from .prometheus import Prometheus, PrometheusSettings
+from .providers import Providers
+from .registry import Registry
+from .relister import Relister
+from .reload import RuleReloader
+from .rules_webhook import RulesReviewer, WebhookMetrics, webhook_app
+
+log = structlog.get_logger("adapter")
+# the young GC generation's threshold while serving (CPython's default is 700): see shared/gcpolicy
+YOUNG_GC_THRESHOLD = 10_000
+
+
+class StartupError(Exception):
+    """The adapter cannot start as configured: said in one log line, exit 2."""
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message)
+        self.context = context
+
+
+def load_rules(path: str | None) -> Config:
+    return load_config(path) if path else parse_config(DEFAULT_RULES, "<prometheus-adapter defaults>")
+
+
+def backend_factory(
+    base: PrometheusSettings, cache_ttl: float, on_query: Callable[[str, float, bool], None] | None = None
+) -> Callable[[Backend], Prometheus]:
+    """Clients for the rule file's backends: what a backend leaves unset comes from the
+    command line's Prometheus flags (timeout, method, POST threshold, retries)."""
+
+    def make(spec: Backend) -> Prometheus:
+        settings = dataclasses.replace(
+            base,
+            url=spec.url,
+            name=spec.name,
+            headers=dict(spec.headers),
+            params=dict(spec.params),
+            ca_file=spec.ca_file,
+            token_file=spec.bearer_token_file,
+            client_cert=spec.client_cert,
+            client_key=spec.client_key,
+            basic_auth=basic_auth(spec),
+            insecure_skip_verify=spec.insecure_skip_tls_verify,
+            timeout=spec.timeout if spec.timeout is not None else base.timeout,
+            method=spec.method or base.method,
+        )
+        return Prometheus(settings, cache_ttl=cache_ttl, on_query=on_query)
+
+    return make
+
+
+class Adapter:
+    """What one serving adapter is made of, built from its flags (checked here, before
+    anything opens); its methods are the application's cleanup contexts."""
+
+    def __init__(self, a: argparse.Namespace) -> None:
+        url = urllib.parse.urlsplit(a.prometheus_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise StartupError(
+                "--prometheus-url must be an http(s) URL, e.g. http://prometheus:9090", got=a.prometheus_url
+            )
+        errors = compat.apply(a, a.argv, a.set_aside)
+        if errors:
+            raise StartupError("conflicting flags", errors=errors)
+        if a.insecure_skip_auth and not ipaddress.ip_address(a.bind_address).is_loopback:
+            raise StartupError("--insecure-skip-auth only binds to loopback", bind_address=a.bind_address)
+        if a.rules_webhook and not a.rules_webhook_client_ca_file:
+            raise StartupError(
+                "--rules-webhook needs --rules-webhook-client-ca-file: the webhook runs submitted "
+                "queries against Prometheus, so it only answers the API server's client certificate"
+            )
+        self.args = a
+        self.config = load_rules(a.config)
+        self.metrics = AdapterMetrics()
+        self.health = Health()
+        base = prometheus_settings(a)
+        ttl = a.query_cache_ttl.total_seconds()
+        try:
+            self.backends = Backends(
+                Prometheus(base, cache_ttl=ttl, on_query=self.metrics.observe_query),
+                backend_factory(base, ttl, self.metrics.observe_query),
+                self.config.backends,
+            )
+        except OSError as e:  # e.g. a backend's passwordFile
+            raise StartupError(
+                "cannot set up a backend from the rule file", rules=self.config.source, error=str(e)
+            ) from None
+        self.max_age = a.metrics_max_age or a.metrics_relist_interval
+        self.registry = Registry(self.config, self.backends, self.max_age)
+        self.relister = Relister(
+            self.registry, self.health, self.metrics, a.metrics_relist_interval.total_seconds()
+        )
+        self.requestheader: RequestHeaderConfig | None = None
+        self.objects: ObjectCache | None = None
+
+    def create_app(self) -> web.Application:
+        """The application factory: routes, then the contexts that open what they serve."""
+        a = self.args
+        app = build_app(
+            self.config,
+            self.registry,
+            metrics=self.metrics,
+            health=self.health,
+            max_inflight=a.max_requests_inflight,
+        )
+        app.cleanup_ctx.append(self.connections)  # before discovery and the Kubernetes client
+        app.cleanup_ctx.append(self.kubernetes)
+        app.cleanup_ctx.append(self.relister.context)
+        if a.config and a.config_reload_interval.total_seconds() > 0:
+            app.cleanup_ctx.append(self.reloader(app[PROVIDERS]).run)
+        app.cleanup_ctx.append(self.health.heartbeat)
+        return app
+
+    async def connections(self, _: web.Application) -> AsyncIterator[None]:
+        """Connections to every backend; the first discovery goes out on them at once."""
+        async with prometheus_session(self.args.prometheus_max_connections) as session:
+            self.backends.attach(session)
+            self.relister.first = asyncio.create_task(self.registry.relist())
+            yield
+            self.backends.attach(None)
+
+    async def kubernetes(self, app: web.Application) -> AsyncIterator[None]:
+        """The Kubernetes client: delegated authentication, and the object informers."""
+        a = self.args
+        kube: Kube | None = None
+        if a.insecure_skip_auth:
+            log.warning(
+                "authentication and authorization are OFF (--insecure-skip-auth)", bind_address=a.bind_address
+            )
+            if a.kubeconfig:
+                kube = Kube(await asyncio.to_thread(load_kube, a.kubeconfig)).on_loop()
+        else:
+            try:
+                kube = Kube(
+                    await asyncio.to_thread(load_kube, a.kubeconfig)
+                ).on_loop()  # reviews from the loop
+                self.requestheader = await load_requestheader_config(kube)
+            except (KubeError, OSError, ValueError) as e:
+                if kube is not None:
+                    await kube.aclose()
+                raise StartupError("cannot set up delegated authentication", error=str(e)) from None
+            app[AUTHENTICATOR] = Authenticator(
+                kube, self.requestheader, a.auth_cache_ttl.total_seconds()
+            ).middleware()
+        if kube is None:
+            yield
+            return
+        self.objects = app[PROVIDERS].lister = ObjectCache(
+            kube,
+            stale_after=a.informer_stale_after.total_seconds(),
+            health=self.health,
+            metrics=self.metrics.registry,
+            watch_idle_timeout=a.informer_watch_idle_timeout.total_seconds(),
+        )
+        try:
+            yield
+        finally:
+            self.objects.close()
+            await kube.aclose()
+
+    def reloader(self, providers: Providers) -> RuleReloader:
+        m, registry = self.metrics, self.registry
+
+        def swap(new: Config) -> None:
+            registry.backends.configure(new.backends)  # may refuse (e.g. a password file): rules stay
+            registry.config = providers.config = new
+
+        def counted(result: str) -> None:
+            m.rules_reloads.labels(result).inc()
+            if result == "success":
+                m.rules_loaded.set_to_current_time()
+
+        interval = self.args.config_reload_interval.total_seconds()
+        return RuleReloader(self.args.config, swap, registry.relist, counted, interval)
+
+    async def listen(self, runner: web.AppRunner) -> web.TCPSite:
+        """The secure port: our certificate, and the front proxy's CA for client certificates."""
+        a = self.args
+        if a.tls_cert_file and a.tls_private_key_file:
+            cert, key = Path(a.tls_cert_file), Path(a.tls_private_key_file)
+        else:
+            cert, key = self_signed(Path(a.cert_dir), a.cert_dns_name)
+        try:
+            ctx = server_context(cert, key, a.tls_cipher_suites, a.tls_min_version)
+        except (OSError, ssl.SSLError) as e:
+            raise StartupError(
+                "cannot load the serving certificate", cert=str(cert), key=str(key), error=str(e)
+            ) from None
+        if self.requestheader is not None:
+            add_client_ca(ctx, self.requestheader)
+        return await _site(runner, a.bind_address, a.secure_port, ctx)
+
+    async def listen_webhook(self) -> web.AppRunner | None:
+        """The rules webhook on a listener of its own (``adapter.rules_webhook``)."""
+        a = self.args
+        if not a.rules_webhook:
+            return None
+        reviewer = RulesReviewer(
+            self.backends,
+            self.max_age,
+            a.rules_webhook_key,
+            timeout=a.rules_webhook_timeout.total_seconds(),
+            concurrency=a.rules_webhook_concurrency,
+            metrics=WebhookMetrics(self.metrics.registry),
+        )
+        runner = web.AppRunner(
+            webhook_app(reviewer, a.rules_webhook_allowed_names),
+            access_log=None,
+            shutdown_timeout=a.shutdown_grace_period.total_seconds(),
+        )
+        await runner.setup()
+        try:
+            ctx = server_context(*self._serving_files(), a.tls_cipher_suites, a.tls_min_version)
+            ctx.load_verify_locations(a.rules_webhook_client_ca_file)
+        except (OSError, ssl.SSLError) as e:
+            await runner.cleanup()
+            raise StartupError(
+                "cannot set up the rules webhook's TLS", ca=a.rules_webhook_client_ca_file, error=str(e)
+            ) from None
+        ctx.verify_mode = ssl.CERT_OPTIONAL  # none: 401 with a reason, not a handshake failure
+        try:
+            await _site(runner, a.bind_address, a.rules_webhook_port, ctx)
+        except StartupError:
+            await runner.cleanup()
+            raise
+        return runner
+
+    def _serving_files(self) -> tuple[Path, Path]:
+        a = self.args
+        if a.tls_cert_file and a.tls_private_key_file:
+            return Path(a.tls_cert_file), Path(a.tls_private_key_file)
+        return self_signed(Path(a.cert_dir), a.cert_dns_name)
+
+
+async def _site(runner: web.AppRunner, host: str, port: int, ctx: ssl.SSLContext) -> web.TCPSite:
+    site = web.TCPSite(runner, host, port, ssl_context=ctx)
+    try:
+        await site.start()
+    except OSError as e:  # e.g. the port is in use
+        raise StartupError("cannot serve", address=f"{host}:{port}", error=str(e)) from None
+    return site
+
+
+async def serve(a: argparse.Namespace) -> int:
+    """Start, serve until SIGTERM or SIGINT, drain, stop. Exit 0, or 2 when it cannot start."""
+    level = "debug" if a.v is not None and a.v >= 4 else a.log_level
+    configure(json=a.log_format == "json", level=level)
+    stop = stop_signals()
+    grace = a.shutdown_grace_period.total_seconds()
+    try:
+        adapter = Adapter(a)
+    except StartupError as e:
+        log.error(str(e), **e.context)
+        return 2
+    runner = web.AppRunner(adapter.create_app(), access_log=None, shutdown_timeout=grace)
+    webhook: web.AppRunner | None = None
+    probes: ProbeServer | None = None
+    try:
+        # start: every cleanup context, in order (a signal meanwhile stops here)
+        if not await until_stopped(runner.setup(), stop):
+            log.info("stopped while starting")
+            return 0
+        # serve: the listeners, the probe process
+        await adapter.listen(runner)
+        webhook = await adapter.listen_webhook()
+        # libraries and configuration out of every GC pass; cached answers out of most (gcpolicy)
+        frozen = freeze_startup_heap(young_threshold=YOUNG_GC_THRESHOLD)
+        if a.health_port:
+            probes = ProbeServer(adapter.health, a.bind_address, a.health_port)
+            probes.start()
+        log.info(
+            "serving",
+            address=f"https://{a.bind_address}:{a.secure_port}",
+            probes=f"http://{a.bind_address}:{a.health_port}" if probes else None,
+            rules_webhook=f"https://{a.bind_address}:{a.rules_webhook_port}" if webhook else None,
+            prometheus=a.prometheus_url,
+            rules=adapter.config.source,
+            custom_rules=len(adapter.config.rules),
+            external_rules=len(adapter.config.external_rules),
+            gc_frozen_objects=frozen,
+        )
+        await stop.wait()
+        # drain: not ready from now on (the probe process answers 503 at once)
+        adapter.health.ready_reason = "shutting down"
+        log.info("stopping: draining requests in flight", grace_seconds=grace)
+    except StartupError as e:
+        log.error(str(e), **e.context)
+        return 2
+    finally:
+        # stop: listeners closed, requests in flight finished (or cut at the grace), then
+        # every context closed in reverse
+        if webhook is not None:
+            await webhook.cleanup()
+        await runner.cleanup()
+        if probes is not None:
+            probes.stop()
+    log.info("stopped")
+    return 0

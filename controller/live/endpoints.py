@@ -1,0 +1,169 @@
+"""The controller's HTTPS endpoints, guarded as kube-controller-manager's secure port is.
+
+``/healthz``, ``/livez`` and ``/readyz`` are open (``--authorization-always-allow-paths``).
+Everything else needs a caller the kube-apiserver vouches for -- a bearer token
+(TokenReview) or a client certificate from the cluster's client CA -- and a
+SubjectAccessReview allowing ``get`` on the path as a non-resource URL: ``/metrics`` for a
+monitoring ServiceAccount (the chart grants its Prometheus exactly that), ``/debug/*`` --
+each HPA's memory and the shadow comparison -- only to whom a ClusterRole grants it. No
+credentials: 401; credentials without that permission: 403; the answers are Kubernetes
+``Status`` objects, as the API server's.
+
+Readiness fails while an informer has not listed yet or has heard nothing from the API
+server for ``stale_after`` seconds (``Informer.age``), and from the moment the process
+starts stopping.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from controller.engine.decision import history_to_wire
+from shared.kube.delegated import DelegatedAuth, User, certificate_user, non_resource
+from shared.kube.errors import KubeError
+from shared.kube.informer import Informer
+
+from .reconciler import Reconciler
+
+log = structlog.get_logger("controller")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+OPEN_PATHS = ("/healthz", "/readyz", "/livez")
+
+
+def _status(code: int, reason: str, message: str) -> web.Response:
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+    return web.json_response({**body, "message": message, "reason": reason, "code": code}, status=code)
+
+
+@dataclass
+class Readiness:
+    informers: Iterable[Informer]
+    stale_after: float = 180.0
+    stopping: bool = False
+    _extra: list[Callable[[], str | None]] = field(default_factory=list)
+
+    def reason(self) -> str | None:
+        """Why the controller is not ready (None: it is)."""
+        if self.stopping:
+            return "shutting down"
+        now = time.monotonic()
+        for informer in self.informers:
+            if not informer.synced.is_set():
+                why = f": {informer.error}" if informer.error else ""
+                return f"{informer.path} has not been listed yet{why}"
+            age = informer.age(now)
+            if age is not None and age > self.stale_after:
+                why = f": {informer.error}" if informer.error else ""
+                return f"{informer.path} has heard nothing from the Kubernetes API for {age:.0f}s{why}"
+        return None
+
+
+def guard(auth: DelegatedAuth | None, always_allow: Iterable[str]) -> Callable[..., Awaitable[Any]]:
+    """Middleware: delegated authentication and authorization on every path but the open
+    ones (``auth`` None: --insecure-skip-auth, loopback only)."""
+    allowed = frozenset(always_allow)
+
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if auth is None or request.path in allowed:
+            return await handler(request)
+        try:
+            user = await _authenticate(auth, request)
+            if user is None:
+                log.info("unauthenticated request", path=request.path, peer=request.remote)
+                return _status(401, "Unauthorized", "Unauthorized")
+            ok, reason = await auth.authorize(user, non_resource(request.path))
+        except KubeError as e:
+            log.warning("delegated auth failed", error=str(e))
+            return _status(503, "ServiceUnavailable", f"delegated auth unavailable: {e}")
+        if not ok:
+            log.info("forbidden", path=request.path, user=user.name, reason=reason)
+            message = f'forbidden: User "{user.name}" cannot get path "{request.path}"' + (
+                f": {reason}" if reason else ""
+            )
+            return _status(403, "Forbidden", message)
+        return await handler(request)
+
+    return check
+
+
+async def _authenticate(auth: DelegatedAuth, request: web.Request) -> User | None:
+    header = request.headers.get("Authorization", "")
+    if header.lower().startswith("bearer "):
+        return await auth.token(header[7:].strip())
+    transport = request.transport
+    return certificate_user(transport.get_extra_info("ssl_object") if transport else None)
+
+
+def endpoints_app(
+    reconciler: Reconciler,
+    metrics: CollectorRegistry,
+    readiness: Readiness,
+    *,
+    dry_run: bool,
+    sync_period: float,
+    auth: DelegatedAuth | None,
+    always_allow: Iterable[str] = OPEN_PATHS,
+) -> web.Application:
+    app = web.Application(middlewares=[guard(auth, always_allow)])
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        reason = readiness.reason()
+        return web.Response(status=503 if reason else 200, text=reason or "ok")
+
+    async def prom(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(metrics), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def memory(request: web.Request) -> web.Response:
+        """What this controller remembers of one HPA (recommendations, scale events): the
+        `history` of its next snapshot, so `snapshot --controller-url` reproduces a live
+        decision exactly. 404 when it has not reconciled the HPA (yet)."""
+        key = (request.match_info["namespace"], request.match_info["name"])
+        history = reconciler.memory.get(key)
+        if history is None:
+            return web.json_response(
+                {"message": f"{key[0]}/{key[1]} has not been reconciled here"}, status=404
+            )
+        return web.json_response(history_to_wire(history))
+
+    async def shadow(request: web.Request) -> web.Response:
+        """Dry run: each HPA's would-be status beside its owner's, and where they differ
+        (`promhpa-controller compare` reads this). 404 when not in dry run."""
+        if not dry_run:
+            return web.json_response({"message": "this controller is not running with --dry-run"}, status=404)
+        ns, name = request.match_info.get("namespace"), request.match_info.get("name")
+        items = [
+            c.to_wire()
+            for key, c in sorted(reconciler.shadow.comparisons.items())
+            if ns is None or key == (ns, name)
+        ]
+        if ns is not None and not items:
+            return web.json_response({"message": f"{ns}/{name} has not been reconciled here"}, status=404)
+        return web.json_response(
+            {
+                "syncPeriodSeconds": sync_period,
+                "differencesTotal": reconciler.shadow.differences_total,
+                "ownerDecisionsCompared": dict(reconciler.shadow.paired),
+                "items": items,
+            }
+        )
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/livez", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", prom)
+    app.router.add_get("/debug/shadow", shadow)
+    app.router.add_get("/debug/shadow/{namespace}/{name}", shadow)
+    app.router.add_get("/debug/history/{namespace}/{name}", memory)
+    return app
