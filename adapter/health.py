@@ -54,6 +54,15 @@ class Health:
         # ready); e.g. the object informers' staleness (``adapter.objects``)
         self.checks: list[Callable[[], str | None]] = []
 
+    def __getstate__(self) -> dict[str, object]:
+        """For the probe process: the shared memory, not the serving side's checks (they
+        hold the Kubernetes client, and run only where they were added)."""
+        return {k: v for k, v in self.__dict__.items() if k != "checks"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.checks = []
+
     @property
     def ready_reason(self) -> str | None:
         text = self._reason.value.decode(errors="replace")

@@ -186,14 +186,16 @@ def run_size(
             cluster.kubeconfig,
             work / f"controller-{n}-{r}.log",
             f"--horizontal-pod-autoscaler-sync-period={sync}s",
-            f"--port={port}",
+            f"--secure-port={port}",
+            # kube-controller-manager's /metrics is open here too (start_hpa_only_kcm)
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
             "--log-level=warning",
         )
         try:
             ours_runs.append(
                 measure(
                     proc,
-                    f"http://127.0.0.1:{port}",
+                    f"https://127.0.0.1:{port}",
                     n,
                     sync,
                     periods,

@@ -25,6 +25,11 @@ class EndpointError(Exception):
 
 def get_json(url: str, *, kubeconfig: str | None, ca_file: str | None = None, insecure: bool = False) -> Any:
     """GET ``url`` from the controller as the kubeconfig's user; its JSON answer."""
+    return json.loads(get(url, kubeconfig=kubeconfig, ca_file=ca_file, insecure=insecure))
+
+
+def get(url: str, *, kubeconfig: str | None, ca_file: str | None = None, insecure: bool = False) -> bytes:
+    """GET ``url`` from the controller as the kubeconfig's user; the body."""
     ctx: ssl.SSLContext | None = None
     headers: dict[str, str] = {}
     if url.startswith("https:"):
@@ -35,9 +40,12 @@ def get_json(url: str, *, kubeconfig: str | None, ca_file: str | None = None, in
     request = urllib.request.Request(url, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10, context=ctx) as r:
-            return json.loads(r.read())
+            return bytes(r.read())
     except urllib.error.HTTPError as e:
-        detail = json.loads(e.read() or b"{}").get("message", e.reason)
+        try:
+            detail = json.loads(e.read() or b"{}").get("message", e.reason)
+        except ValueError:
+            detail = e.reason
         raise EndpointError(f"{url}: {e.code} {detail}", e.code) from None
     except urllib.error.URLError as e:
         if isinstance(e.reason, ssl.SSLCertVerificationError):

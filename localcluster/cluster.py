@@ -215,6 +215,10 @@ class Cluster:
         issue(self.pki / "admin", ca, "promhpa-admin", orgs=("system:masters",))
         front = make_ca(self.pki / "front-proxy-ca", "promhpa-front-proxy-ca")
         issue(self.pki / "front-proxy-client", front, "front-proxy-client")
+        # what the kube-apiserver presents to admission webhooks (its AdmissionConfiguration),
+        # so a webhook can tell the API server from anyone else who reaches its port
+        hooks = make_ca(self.pki / "webhook-client-ca", "promhpa-webhook-client-ca")
+        issue(self.pki / "webhook-client", hooks, "kube-apiserver-webhook-client")
         sa = _key()
         _write(self.pki / "sa", sa, None)
         (self.pki / "sa.pub").write_bytes(
@@ -222,6 +226,52 @@ class Cluster:
                 serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
             )
         )
+
+    @property
+    def webhook_client_ca(self) -> Path:
+        """The CA of the client certificate the kube-apiserver presents to every webhook."""
+        return self.pki / "webhook-client-ca.crt"
+
+    def _write_admission_config(self) -> Path:
+        """The kube-apiserver's AdmissionConfiguration: a client certificate for every
+        validating and mutating webhook it calls (a kubeconfig whose one user is ``*``)."""
+        creds = self.dir / "webhook-client.kubeconfig"
+        creds.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "users": [
+                        {
+                            "name": "*",
+                            "user": {
+                                "client-certificate": str(self.pki / "webhook-client.crt"),
+                                "client-key": str(self.pki / "webhook-client.key"),
+                            },
+                        }
+                    ],
+                }
+            )
+        )
+        config = self.dir / "admission.yaml"
+        plugin = {
+            "apiVersion": "apiserver.config.k8s.io/v1",
+            "kind": "WebhookAdmissionConfiguration",
+            "kubeConfigFile": str(creds),
+        }
+        config.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "apiserver.config.k8s.io/v1",
+                    "kind": "AdmissionConfiguration",
+                    "plugins": [
+                        {"name": "ValidatingAdmissionWebhook", "configuration": plugin},
+                        {"name": "MutatingAdmissionWebhook", "configuration": plugin},
+                    ],
+                }
+            )
+        )
+        return config
 
     def _write_kubeconfig(self) -> None:
         self.kubeconfig.write_text(
@@ -335,6 +385,7 @@ class Cluster:
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-",
                 f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
                 f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
+                f"--admission-control-config-file={self._write_admission_config()}",
                 "--enable-priority-and-fairness=false",
                 "--profiling=false",
                 "--v=1",

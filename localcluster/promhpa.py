@@ -3,7 +3,10 @@ aggregation layer) and the controller, started and stopped for tests, benchmarks
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import ssl
 import subprocess
 import sys
@@ -64,7 +67,10 @@ def start_adapter(
     *extra: str,
     insecure: bool = True,
     port: int | None = None,
+    prefix: tuple[str, ...] = (),
 ) -> AdapterProcess:
+    """``python -m adapter`` on loopback, ready; ``prefix`` runs it under another command
+    (``unshare --pid --fork``: as a PID namespace's process 1, as in a container)."""
     cfg = directory / "adapter.yaml"
     cfg.write_text(config)
     port = port or free_port()
@@ -73,6 +79,7 @@ def start_adapter(
     out = open(log, "ab")  # noqa: SIM115 - owned by the child
     proc = subprocess.Popen(
         [
+            *prefix,
             sys.executable,
             "-m",
             "adapter",
@@ -159,18 +166,56 @@ def register_and_start_adapter(
     return a
 
 
-def start_controller_process(kubeconfig: Path, log: Path, *flags: str) -> subprocess.Popen[bytes]:
-    """`python -m controller run` on loopback with its output appended to ``log``."""
+def controller_get(kubeconfig: Path, port: int, path: str) -> bytes:
+    """GET ``path`` from a controller's HTTPS endpoints as the kubeconfig's user (the local
+    cluster's admin); its certificate is its own self-signed one."""
+    from controller.endpoint_client import get
+
+    return get(f"https://127.0.0.1:{port}{path}", kubeconfig=str(kubeconfig), insecure=True)
+
+
+def controller_get_json(kubeconfig: Path, port: int, path: str) -> Any:
+    return json.loads(controller_get(kubeconfig, port, path))
+
+
+AS_PID_1 = ("unshare", "--pid", "--fork")  # a PID namespace of its own: the command is its process 1
+
+
+def namespace_init(proc: subprocess.Popen[bytes], timeout: float = 10) -> int:
+    """The host PID of the process ``AS_PID_1`` started (``proc`` is unshare itself),
+    checked to be process 1 of its namespace -- what a container runtime signals."""
+
+    wait_until(lambda: _child(proc.pid) is not None, timeout, "the namespace's process 1")
+    pid = _child(proc.pid)
+    assert pid is not None
+    status = Path(f"/proc/{pid}/status").read_text()
+    nspid = next(line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:"))
+    if nspid[-1] != "1":
+        raise AssertionError(f"process {pid} is {nspid[-1]} in its namespace, not 1")
+    return pid
+
+
+def start_controller_process(
+    kubeconfig: Path, log: Path, *flags: str, prefix: tuple[str, ...] = ()
+) -> subprocess.Popen[bytes]:
+    """`python -m controller run` on loopback with its output appended to ``log`` (its
+    endpoints on a free port unless ``flags`` name one; self-signed, in the log's folder)."""
     out = open(log, "ab")  # noqa: SIM115 - owned by the child
     proc = subprocess.Popen(
         [
+            *prefix,
             sys.executable,
             "-m",
             "controller",
             "run",
             f"--kubeconfig={kubeconfig}",
             "--bind-address=127.0.0.1",
-            *(flags if any(f.startswith("--port=") for f in flags) else (*flags, f"--port={free_port()}")),
+            f"--cert-dir={log.parent / (log.stem + '-certs')}",
+            *(
+                flags
+                if any(f.startswith(("--port=", "--secure-port=")) for f in flags)
+                else (*flags, f"--secure-port={free_port()}")
+            ),
         ],
         stdout=out,
         stderr=subprocess.STDOUT,
@@ -181,13 +226,33 @@ def start_controller_process(kubeconfig: Path, log: Path, *flags: str) -> subpro
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15) -> None:
-    """SIGTERM (a clean stop: the controller hands its Lease over), then SIGKILL."""
-    proc.terminate()
+    """SIGTERM (a clean stop: the controller hands its Lease over), then SIGKILL. A process
+    started ``AS_PID_1`` is signalled through its namespace's process 1 (which ``unshare``
+    does not forward to), and SIGKILLed there too if it does not stop."""
+    if proc.poll() is not None:
+        return
+    try:
+        unshared = Path(f"/proc/{proc.pid}/cmdline").read_bytes().startswith(b"unshare")
+    except OSError:
+        unshared = False
+    target = (_child(proc.pid) if unshared else None) or proc.pid
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(target, signal.SIGTERM)
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(target, signal.SIGKILL)  # a namespace's process 1 killed takes the namespace with it
         proc.kill()
         proc.wait()
+
+
+def _child(pid: int) -> int | None:
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return None
+    return int(kids[0]) if kids else None
 
 
 def cpu_deployment(namespace: str, name: str, request: str = "100m") -> dict[str, Any]:

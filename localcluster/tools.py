@@ -128,6 +128,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def insecure_tls() -> ssl.SSLContext:
+    """A client context that trusts any certificate: for a local process's own self-signed one."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
 def wait_http(url: str, what: str, timeout: float = 30, context: ssl.SSLContext | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -6,6 +6,7 @@ A skipped suite is a green run that proved nothing, so CI never opts in."""
 from __future__ import annotations
 
 import os
+import re
 import threading
 import urllib.error
 import urllib.parse
@@ -21,6 +22,8 @@ from localcluster import ROOT, free_port
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
 from localcluster.promhpa import (
     AdapterProcess,
+    controller_get,
+    controller_get_json,
     cpu_deployment,
     external_rules,
     register_and_start_adapter,
@@ -30,7 +33,7 @@ from localcluster.promhpa import (
     stop_adapter,
     stop_process,
 )
-from localcluster.tools import wait_http, wait_until
+from localcluster.tools import insecure_tls, wait_http, wait_until
 
 __all__ = [
     "ROOT",
@@ -38,9 +41,13 @@ __all__ = [
     "Exporter",
     "PrometheusProcess",
     "Recorder",
+    "controller_get",
+    "controller_get_json",
     "cpu_deployment",
     "external_rules",
     "free_port",
+    "insecure_tls",
+    "leader_identity",
     "prefixed_rules",
     "prometheus_binary",
     "register_and_start_adapter",
@@ -53,6 +60,20 @@ __all__ = [
     "wait_http",
     "wait_until",
 ]
+
+
+def leader_identity(log: Path) -> str:
+    """The leader-election identity a controller logged at start (host name and a UUID)."""
+    found: list[str] = []
+
+    def logged() -> bool:
+        m = re.search(r"identity=(\S+)", log.read_text())
+        if m:
+            found.append(m.group(1))
+        return bool(m)
+
+    wait_until(logged, timeout=30, what=f"the leader-election identity in {log}")
+    return found[0]
 
 
 def pod_manifest(name: str, namespace: str, labels: dict[str, str]) -> dict[str, object]:

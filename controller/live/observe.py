@@ -47,7 +47,6 @@ class Observer:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
     memo: ParseMemo | None = None  # the reconciler's: the flags and memory as it last wrote them
-    metrics_kube: Kube | None = None  # the metrics APIs' reads (default: ``kube``)
 
     def __post_init__(self) -> None:
         # one document for the flags, the same object every reconcile (the memo parses it once)
@@ -83,9 +82,7 @@ class Observer:
             selecting = self.selectors.selecting(namespace, pods)
         metrics: dict[str, list[Any]] = {}
         if scale is not None and selector:
-            metrics = await fetch(
-                self.metrics_kube or self.kube, self.mapper, hpa, selector, self.metrics_timeout
-            )
+            metrics = await fetch(self.kube, self.mapper, hpa, selector, self.metrics_timeout)
         history_doc = None
         if history is not None and self.memo is not None:
             history_doc = self.memo.history_wire((namespace, name), history)

@@ -115,13 +115,8 @@ class Reconciler:
     memory: dict[tuple[str, str], History] = field(default_factory=dict)
     selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
     shadow: Shadow = field(default_factory=Shadow)
-    # the metrics APIs' reads, on a client (and rate limit) of their own, as
-    # kube-controller-manager's metrics clients are; None: ``kube``
-    metrics_kube: Kube | None = None
 
     def __post_init__(self) -> None:
-        if self.metrics_kube is None:
-            self.metrics_kube = self.kube
         self._warned: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=300)
         # the informer's pods, the flags and each HPA's memory: parsed once, not every reconcile
         self._memo = ParseMemo()
@@ -135,7 +130,6 @@ class Reconciler:
             self.clock,
             self.selectors,
             self._memo,
-            metrics_kube=self.metrics_kube,
         )
 
     async def snapshot(self, namespace: str, name: str) -> tuple[dict[str, Any], dict[str, Any], str | None]:

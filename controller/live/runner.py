@@ -1,8 +1,9 @@
 """The live controller's lifecycle, top to bottom: start, serve, drain, stop.
 
-1. start: the Kubernetes clients (one per purpose, each under ``--kube-api-qps`` and
-   ``--kube-api-burst`` as kube-controller-manager builds one per client; the Lease's
-   unlimited, so a renewal never queues behind reconciles), the reconciler, and the HTTPS
+1. start: the Kubernetes client -- every request of the process under ``--kube-api-qps``
+   and ``--kube-api-burst`` (kube-controller-manager applies them to each client it
+   builds, and its HPA controller has several; ours bound the whole process), all but the
+   Lease's, so a renewal never queues behind reconciles -- the reconciler, and the HTTPS
    endpoints (``endpoints``: delegated authentication and authorization);
 2. with leader election, wait for the Lease (``leader``), then renew it in the background;
 3. the HPA and pod informers, listed before anything is decided (deciding on an empty
@@ -20,9 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import socket
 import ssl
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,37 +90,34 @@ async def run(opts: Options) -> int:
     lease_kube = Kube(api).on_loop()
     elector = _elector(opts, lease_kube)
 
-    def client() -> Kube:  # one bucket per client, as kube-controller-manager builds them
-        kube = Kube(api).on_loop().limited(opts.kube_api_qps, opts.kube_api_burst)
-        return kube.guarded(elector.guard) if elector is not None else kube
-
-    informer_kube, calls, metrics_calls = client(), client(), client()
+    kube = Kube(api).on_loop().limited(opts.kube_api_qps, opts.kube_api_burst)
+    if elector is not None:
+        kube = kube.guarded(elector.guard)  # every scale, status and event write
     metrics = ControllerMetrics()
     hpas = Informer(
-        informer_kube,
+        kube,
         "/apis/autoscaling/v2/horizontalpodautoscalers",
         opts.hpa_selector,
         watch_idle_timeout=opts.informer_watch_idle_timeout,
     )
     pods = Informer(
-        informer_kube,
+        kube,
         "/api/v1/pods",
         transform=pod_essentials,
         watch_idle_timeout=opts.informer_watch_idle_timeout,
     )
     metrics.watch_informers({"hpas": hpas, "pods": pods})
     reconciler = Reconciler(
-        calls,
-        RESTMapper(calls),
+        kube,
+        RESTMapper(kube),
         hpas,
         pods,
         opts.settings,
-        EventRecorder(calls, component=DRY_RUN_COMPONENT if opts.dry_run else COMPONENT),
+        EventRecorder(kube, component=DRY_RUN_COMPONENT if opts.dry_run else COMPONENT),
         metrics,
         dry_run=opts.dry_run,
         metrics_timeout=opts.metrics_timeout,
         shadow=Shadow(opts.sync_period),
-        metrics_kube=metrics_calls,
     )
     workers = Workers(
         reconciler,
@@ -139,6 +137,7 @@ async def run(opts: Options) -> int:
         sync_period=opts.sync_period,
         workers=opts.workers,
         leader_elect=opts.leader_elect,
+        identity=elector.identity if elector is not None else None,
         kube_api_qps=opts.kube_api_qps,
         kube_api_burst=opts.kube_api_burst,
         endpoints=f"https://{opts.bind_address}:{opts.port}",
@@ -176,8 +175,8 @@ async def run(opts: Options) -> int:
         hpas.stop()
         pods.stop()
         await endpoints.cleanup()
-        for kube in (lease_kube, informer_kube, calls, metrics_calls):
-            await kube.aclose()
+        await kube.aclose()
+        await lease_kube.aclose()
         log.info("stopped")
     return 0
 
@@ -185,11 +184,13 @@ async def run(opts: Options) -> int:
 def _elector(opts: Options, kube: Kube) -> LeaderElector | None:
     if not opts.leader_elect:
         return None
+    # client-go's identity: the host name and a fresh UUID. Not the PID: in a container every
+    # replica is process 1 (and two replicas on one host would share a name)
     return LeaderElector(
         kube,
         opts.lease_namespace,
         opts.lease_name,
-        f"{socket.gethostname()}_{os.getpid()}",
+        f"{socket.gethostname()}_{uuid.uuid4()}",
         lease_seconds=opts.lease_duration,
         renew_deadline=opts.renew_deadline,
         retry_seconds=opts.retry_period,

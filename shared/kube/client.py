@@ -15,7 +15,7 @@ import asyncio
 import contextvars
 import functools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -192,7 +192,7 @@ class Kube:
         timeout_seconds: int = 300,
         extra: list[tuple[str, str]] | None = None,
         idle_timeout: float | None = None,
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Generator[dict[str, Any], None, None]:
         """Blocking iterator of watch events (type, object) until the server ends the watch.
         The request is sent before the first event is asked for. ``idle_timeout``: ``Timeout``
         when nothing at all arrives for that long (default: the watch's own length + 30 s)."""
@@ -213,7 +213,7 @@ class Kube:
     @staticmethod
     def _events(
         stream: Any, path: str, idle: float, http_error: type[Exception], timeout_error: type[Exception]
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Generator[dict[str, Any], None, None]:
         buffer = b""
         try:
             for chunk in stream.stream(65536, decode_content=True):

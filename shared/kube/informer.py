@@ -333,6 +333,8 @@ class Informer:
                 self._notify(kind, obj)
         except Timeout:
             log.info("watch went quiet; re-watching", path=self.path, idle_seconds=self.watch_idle_timeout)
+        finally:
+            events.close()  # its connection back to the pool (or closed), whatever ended the watch
         return rv
 
 

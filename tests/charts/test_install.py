@@ -28,6 +28,7 @@ from tests.support import (
     PrometheusProcess,
     cpu_deployment,
     free_port,
+    leader_identity,
     start_adapter,
     start_controller_process,
     stop_adapter,
@@ -121,14 +122,23 @@ def release(
     exporter.set(f'chart_queue_depth{{namespace="{APP_NS}",queue="jobs"}}', 0)
     exporter.set(f'chart_requests{{namespace="{APP_NS}",pod="seed"}}', 0)
     wait_until(lambda: prometheus.query("chart_queue_depth") != [], what="scrape")
-    port = free_port()
+    port, webhook_port = free_port(), free_port()
     values = work / "values.yaml"
     values.write_text(
         yaml.safe_dump(
             {
-                "externalEndpoint": {"enabled": True, "host": "127.0.0.1", "port": port},
+                "externalEndpoint": {
+                    "enabled": True,
+                    "host": "127.0.0.1",
+                    "port": port,
+                    "webhookPort": webhook_port,
+                },
                 "apiServices": {"resource": True},
-                "rules": RULES,
+                "rules": {
+                    **RULES,
+                    # the local kube-apiserver presents this CA's certificate to webhooks
+                    "webhook": {"enabled": True, "clientCA": cluster.webhook_client_ca.read_text()},
+                },
                 # the controller runs as a process here (kwok pods run no containers)
                 "controller": {"replicas": 0},
             }
@@ -149,6 +159,8 @@ def release(
         f"--tls-private-key-file={work / 'tls.key'}",
         "--query-cache-ttl=0s",
         "--rules-webhook",
+        f"--rules-webhook-port={webhook_port}",
+        f"--rules-webhook-client-ca-file={cluster.webhook_client_ca}",
         insecure=False,
         port=port,
     )
@@ -359,7 +371,7 @@ def test_controller_with_the_charts_rbac_reconciles(
         for e in events
     )
     lease = json.loads(cluster.kubectl("-n", NS, "get", "lease", CONTROLLER, "-o", "json").stdout)
-    assert lease["spec"]["holderIdentity"].endswith(f"_{controller.proc.pid}")
+    assert lease["spec"]["holderIdentity"] == leader_identity(controller.log)
     controller.stop()  # SIGTERM: a clean stop hands the Lease over at once
     assert controller.proc.returncode == 0
     lease = json.loads(cluster.kubectl("-n", NS, "get", "lease", CONTROLLER, "-o", "json").stdout)

@@ -31,6 +31,7 @@ from tests.support import (
     Exporter,
     PrometheusProcess,
     free_port,
+    insecure_tls,
     prefixed_rules,
     prometheus_binary,
     register_and_start_adapter,
@@ -146,7 +147,10 @@ def setup(
         f"  authorization: {{credentials_file: {work / 'token'}}}\n"
         f"  tls_config: {{insecure_skip_verify: true}}\n"
         f"  static_configs: [{{targets: ['127.0.0.1:{adapter.port}']}}]\n"
-        f"- job_name: {CONTROLLER_JOB}\n  static_configs: [{{targets: ['127.0.0.1:{controller_port}']}}]\n"
+        f"- job_name: {CONTROLLER_JOB}\n  scheme: https\n"
+        f"  authorization: {{credentials_file: {work / 'token'}}}\n"
+        f"  tls_config: {{insecure_skip_verify: true}}\n"
+        f"  static_configs: [{{targets: ['127.0.0.1:{controller_port}']}}]\n"
     )
     monitoring = Prom(prometheus_binary(), work / "monitoring", free_port(), extra_config=scrape,
                       rule_files=(str(work / "rules.yaml"),))  # fmt: skip
@@ -179,7 +183,7 @@ def setup(
         cluster.kubeconfig,
         work / "controller.log",
         "--hpa-selector=obs",
-        f"--port={controller_port}",
+        f"--secure-port={controller_port}",
         "--horizontal-pod-autoscaler-sync-period=1s",
         "--log-format=console",
     )
@@ -205,7 +209,10 @@ def exposed_names(s: Setup) -> set[str]:
     req = urllib.request.Request(s.adapter.url + "/metrics", headers={"Authorization": f"Bearer {s.token}"})
     with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
         text = r.read().decode()
-    with urllib.request.urlopen(f"http://127.0.0.1:{s.controller_port}/metrics", timeout=10) as r:
+    req = urllib.request.Request(
+        f"https://127.0.0.1:{s.controller_port}/metrics", headers={"Authorization": f"Bearer {s.token}"}
+    )
+    with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
         text += r.read().decode()
     names = set()
     for m in re.finditer(r"^# TYPE (\S+) (\S+)$", text, re.M):
@@ -276,3 +283,33 @@ def test_dashboard_ships_in_the_chart_for_the_grafana_sidecar() -> None:
     (cm,) = [d for d in of_kind(docs, "ConfigMap") if d["metadata"]["name"].endswith("-dashboard")]
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert json.loads(cm["data"]["promhpa.json"]) == DASHBOARD
+
+
+def _controller_status(s: Setup, path: str, token: str | None) -> int:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    req = urllib.request.Request(f"https://127.0.0.1:{s.controller_port}{path}", headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10, context=insecure_tls()) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def test_controller_endpoints_refuse_a_caller_without_credentials(setup: Setup) -> None:
+    assert _controller_status(setup, "/metrics", None) == 401
+    assert _controller_status(setup, "/debug/shadow", None) == 401
+
+
+def test_the_monitoring_account_reads_metrics_but_not_debug(setup: Setup) -> None:
+    assert _controller_status(setup, "/metrics", setup.token) == 200
+    assert _controller_status(setup, f"/debug/history/{NS}/web", setup.token) == 403
+    assert _controller_status(setup, "/debug/shadow", setup.token) == 403
+
+
+def test_controller_probes_are_open(setup: Setup) -> None:
+    assert _controller_status(setup, "/healthz", None) == 200
+    assert _controller_status(setup, "/readyz", None) == 200
+
+
+def test_a_forged_token_is_not_authenticated(setup: Setup) -> None:
+    assert _controller_status(setup, "/metrics", setup.token[:-4] + "AAAA") == 401

@@ -235,10 +235,13 @@ def test_schema_knows_every_value() -> None:
     assert walk(values, schema, "") == []
 
 
+WEBHOOK_ON = ("--set=rules.webhook.enabled=true", "--set-string=rules.webhook.clientCA=PEM")
+
+
 def test_rules_webhook_guards_exactly_the_rules_configmap() -> None:
-    docs = render(URL, namespace="monitoring", release="promhpa")
+    docs = render(URL, *WEBHOOK_ON, namespace="monitoring", release="promhpa")
     (hook,) = of_kind(docs, "ValidatingWebhookConfiguration")[0]["webhooks"]
-    (rules,) = of_kind(docs, "ConfigMap")
+    (rules,) = [c for c in of_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-rules")]
     selector = hook["objectSelector"]["matchLabels"]
     assert all(rules["metadata"]["labels"].get(k) == v for k, v in selector.items())
     assert hook["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "monitoring"}
@@ -246,11 +249,24 @@ def test_rules_webhook_guards_exactly_the_rules_configmap() -> None:
     assert hook["clientConfig"]["caBundle"] == of_kind(docs, "APIService")[0]["spec"]["caBundle"]
     assert (hook["failurePolicy"], hook["sideEffects"]) == ("Ignore", "None")
     (adapter,) = [d for d in of_kind(docs, "Deployment") if "adapter" in d["metadata"]["name"]]
-    assert "--rules-webhook" in adapter["spec"]["template"]["spec"]["containers"][0]["args"]
+    args = adapter["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--rules-webhook" in args
+    assert "--rules-webhook-client-ca-file=/etc/promhpa/webhook-client-ca/ca.crt" in args
+    assert hook["clientConfig"]["service"]["port"] == 8444  # its own listener, not the APIs' port
+    (ca,) = [c for c in of_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-webhook-client-ca")]
+    assert ca["data"] == {"ca.crt": "PEM"}
 
 
-def test_rules_webhook_can_be_turned_off() -> None:
-    docs = render(URL, "--set=rules.webhook.enabled=false")
+def test_rules_webhook_is_off_by_default() -> None:
+    """It answers only the API server's client certificate, which most clusters (every
+    managed one) cannot be configured to present: on by default it would refuse them all."""
+    docs = render(URL)
     assert of_kind(docs, "ValidatingWebhookConfiguration") == []
     (adapter,) = [d for d in of_kind(docs, "Deployment") if "adapter" in d["metadata"]["name"]]
     assert "--rules-webhook" not in adapter["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_rules_webhook_without_its_client_ca_is_refused() -> None:
+    out = helm("template", "r", str(CHART), URL, "--set=rules.webhook.enabled=true", check=False)
+    assert out.returncode != 0
+    assert "rules.webhook.enabled needs rules.webhook.clientCA" in out.stderr

@@ -29,6 +29,7 @@ from tests.support import (
     PrometheusProcess,
     cpu_deployment,
     free_port,
+    leader_identity,
     prefixed_rules,
     register_and_start_adapter,
     start_controller_process,
@@ -375,9 +376,9 @@ def test_dry_run_decides_and_publishes_but_writes_nothing(
         stop_controller(proc)
 
 
-def lease_holder(cluster: Cluster) -> str:
-    out = cluster.kubectl("-n", "default", "get", "lease", "promhpa-ha-test", "-o", "json", check=False)
-    return str(json.loads(out.stdout)["spec"].get("holderIdentity", "")) if out.returncode == 0 else ""
+def lease_holder(cluster: Cluster, name: str = "promhpa-ha-test") -> str:
+    out = cluster.kubectl("-n", "default", "get", "lease", name, "-o", "json", check=False)
+    return str(json.loads(out.stdout)["spec"].get("holderIdentity") or "") if out.returncode == 0 else ""
 
 
 def test_only_the_leader_acts_and_a_standby_takes_over(
@@ -398,11 +399,11 @@ def test_only_the_leader_acts_and_a_standby_takes_over(
     )
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    first, _ = start_controller(cluster, tmp_path / "a", *flags)
+    first, first_log = start_controller(cluster, tmp_path / "a", *flags)
     second = None
     try:
         wait_until(
-            lambda: lease_holder(cluster).endswith(f"_{first.pid}"), timeout=30, what="the first to lead"
+            lambda: lease_holder(cluster) == leader_identity(first_log), timeout=30, what="the first to lead"
         )
         second, second_log = start_controller(cluster, tmp_path / "b", *flags)
         for name in running_pods(cluster, "ha-app"):
@@ -412,8 +413,8 @@ def test_only_the_leader_acts_and_a_standby_takes_over(
         first.kill()  # a crash: no graceful hand-over
         first.wait()
         wait_until(
-            lambda: lease_holder(cluster).endswith(f"_{second.pid}"),
-            timeout=40,  # type: ignore[union-attr]
+            lambda: lease_holder(cluster) == leader_identity(second_log),
+            timeout=40,
             what="the standby to take the lease",
         )
         wait_until(lambda: len(running_pods(cluster, "ha-app")) == 3, timeout=60, what="3 running pods")
@@ -587,23 +588,21 @@ def test_a_paused_leader_writes_nothing_after_resuming(
     )
 
     def holder() -> str:
-        out = cluster.kubectl(
-            "-n", "default", "get", "lease", "promhpa-split-test", "-o", "json", check=False
-        )
-        return str(json.loads(out.stdout)["spec"].get("holderIdentity", "")) if out.returncode == 0 else ""
+        return lease_holder(cluster, "promhpa-split-test")
 
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     first, first_log = start_controller(cluster, tmp_path / "a", *flags)
     second = None
     try:
-        wait_until(lambda: holder().endswith(f"_{first.pid}"), timeout=30, what="the first to lead")
+        wait_until(lambda: holder() == leader_identity(first_log), timeout=30, what="the first to lead")
         wait_until(
             lambda: "split-app" in first_log.read_text(), timeout=30, what="the leader's first reconcile"
         )
-        second, _ = start_controller(cluster, tmp_path / "b", *flags)
+        second, second_log = start_controller(cluster, tmp_path / "b", *flags)
+        second_id = leader_identity(second_log)
         os.kill(first.pid, signal.SIGSTOP)
-        wait_until(lambda: holder().endswith(f"_{second.pid}"), timeout=30, what="the standby to take over")  # type: ignore[union-attr]
+        wait_until(lambda: holder() == second_id, timeout=30, what="the standby to take over")
         time.sleep(2)  # the new leader reconciles once
         os.kill(second.pid, signal.SIGSTOP)
         cluster.kubectl("-n", NS, "scale", "deployment", "split-app", "--replicas=1")
@@ -734,7 +733,7 @@ def test_snapshot_with_the_controllers_memory_reproduces_the_live_status(
     for name in running_pods(cluster, "repro-app"):
         exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 9)  # 9 per pod against 10: keep 2
     port = free_port()
-    proc, _ = start_controller(cluster, tmp_path, "--hpa-selector=repro", f"--port={port}")
+    proc, _ = start_controller(cluster, tmp_path, "--hpa-selector=repro", f"--secure-port={port}")
     try:
         wait_until(
             lambda: condition(cluster, "repro-app", "ScalingActive") == "True/ValidMetricFound",
@@ -750,7 +749,8 @@ def test_snapshot_with_the_controllers_memory_reproduces_the_live_status(
                 "snapshot",
                 f"{NS}/repro-app",
                 f"--kubeconfig={cluster.kubeconfig}",
-                f"--controller-url=http://127.0.0.1:{port}",
+                f"--controller-url=https://127.0.0.1:{port}",
+                "--insecure-skip-tls-verify",
             ],
             capture_output=True,
             text=True,

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,8 +28,11 @@ from tests.support import (
     AdapterProcess,
     Exporter,
     PrometheusProcess,
+    controller_get,
+    controller_get_json,
     cpu_deployment,
     free_port,
+    insecure_tls,
     prefixed_rules,
     register_and_start_adapter,
     start_controller_process,
@@ -229,9 +231,8 @@ def start_kcm(cluster: Cluster, log: Path) -> subprocess.Popen[bytes]:
     )
 
 
-def shadow(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{url}/debug/shadow", timeout=10) as r:
-        return dict(json.loads(r.read()))
+def shadow(cluster: Cluster, port: int) -> dict[str, Any]:
+    return dict(controller_get_json(cluster.kubeconfig, port, "/debug/shadow"))
 
 
 def make_apps(cluster: Cluster) -> None:
@@ -283,13 +284,13 @@ def test_dry_run_beside_kube_controller_manager_finds_no_difference(
     driver.apply()
     driver.start()
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    url = f"https://127.0.0.1:{port}"
     ours = start_controller_process(
         cluster.kubeconfig,
         tmp_path / "promhpa.log",
         "--dry-run",
         "--hpa-selector=shadow-test",  # kcm acts on every HPA; we compare ours
-        f"--port={port}",
+        f"--secure-port={port}",
         f"--horizontal-pod-autoscaler-sync-period={SYNC}",
         f"--horizontal-pod-autoscaler-downscale-stabilization={STABILIZATION}",
         "--log-format=console",
@@ -300,25 +301,33 @@ def test_dry_run_beside_kube_controller_manager_finds_no_difference(
         stop_process(ours)
         raise
     try:
-        wait_http(f"{url}/healthz", "the dry-run controller")
+        wait_http(f"{url}/healthz", "the dry-run controller", context=insecure_tls())
         make_hpas(cluster)
         for phase, seconds in enumerate(PHASE_SECONDS):
             driver.phase = phase
             time.sleep(seconds)
-        result = shadow(url)
+        result = shadow(cluster, port)
         compare = subprocess.run(
-            [sys.executable, "-m", "controller", "compare", f"--controller-url={url}", "--all"],
+            [
+                sys.executable,
+                "-m",
+                "controller",
+                "compare",
+                f"--controller-url={url}",
+                "--all",
+                f"--kubeconfig={cluster.kubeconfig}",
+                "--insecure-skip-tls-verify",
+            ],
             capture_output=True,
             text=True,
             cwd=ROOT,
         )
         print(compare.stdout)
-        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
-            counts = [
-                ln
-                for ln in r.read().decode().splitlines()
-                if ln.startswith("promhpa_controller_shadow_comparisons_total")
-            ]
+        counts = [
+            ln
+            for ln in controller_get(cluster.kubeconfig, port, "/metrics").decode().splitlines()
+            if ln.startswith("promhpa_controller_shadow_comparisons_total")
+        ]
         print("\n".join(counts))
         items = {i["name"]: i for i in result["items"]}
         assert set(items) == set(HPAS)
@@ -333,8 +342,7 @@ def test_dry_run_beside_kube_controller_manager_finds_no_difference(
         assert paired["agree"] >= 20  # not vacuous: most owner decisions had a comparable one of ours
         assert compare.returncode == 0, compare.stdout + compare.stderr
         # the paths that matter were taken: kcm rescaled under rate limits, which our memory followed
-        with urllib.request.urlopen(f"{url}/debug/history/{NS}/ratelimited", timeout=10) as r:
-            history = json.loads(r.read())
+        history = controller_get_json(cluster.kubeconfig, port, f"/debug/history/{NS}/ratelimited")
         assert history.get("scaleUpEvents"), history
         assert history.get("scaleDownEvents"), history
         assert items["capped"]["status"]["desiredReplicas"] == 2

@@ -1,0 +1,89 @@
+"""A TCP proxy on 127.0.0.1 for network conditions a test must cause for real.
+
+It forwards bytes between a client and one upstream (a real kube-apiserver, a real
+Prometheus) and can make the path between them behave as networks do: ``delay`` holds each
+answer for a while (a slow link), ``freeze`` stops forwarding in both directions and leaves
+every connection open (a partition: the peers hear nothing and no one closes), ``thaw``
+resets the frozen connections and forwards again (the partition heals). What goes through
+is not read or changed: TLS stays end to end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+
+from localcluster import free_port
+
+
+class Proxy:
+    def __init__(self, upstream_port: int, upstream_host: str = "127.0.0.1") -> None:
+        self.upstream = (upstream_host, upstream_port)
+        self.port = free_port()
+        self.delay = 0.0  # seconds each upstream answer chunk is held before it is passed on
+        self._frozen = threading.Event()
+        self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._pairs: list[tuple[socket.socket, socket.socket]] = []
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._listener.settimeout(0.2)
+        threading.Thread(target=self._accept, name="proxy-accept", daemon=True).start()
+
+    def freeze(self) -> None:
+        self._frozen.set()
+
+    def thaw(self) -> None:
+        """Reset every connection made or held while frozen, then forward again."""
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+        for a, b in pairs:
+            for s in (a, b):
+                with contextlib.suppress(OSError):
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                    s.close()
+        self._frozen.clear()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._frozen.clear()
+        self._listener.close()
+        self.thaw()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.upstream, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._pairs.append((client, upstream))
+            threading.Thread(target=self._pump, args=(client, upstream, False), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, True), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, answers: bool) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                while self._frozen.is_set() and not self._closed.is_set():
+                    time.sleep(0.05)  # held: neither side hears anything
+                if answers and self.delay:
+                    time.sleep(self.delay)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
