@@ -353,15 +353,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--kube-api-qps",
         type=float,
         default=20.0,
-        help="requests a second the controller sends to the API server after a burst, all of them "
-        "but the Lease's (default 20, kube-controller-manager's, which applies it per client; "
-        "0: no limit)",
+        help="requests a second each client sends to the API server after a burst, as in "
+        "kube-controller-manager: the informers', and the HPA, scale and each metrics API's "
+        "client (default 20; 0: no limit; the Lease's is never limited)",
     )
     r.add_argument(
         "--kube-api-burst",
         type=int,
         default=30,
-        help="requests the controller may send at once before --kube-api-qps paces it (default 30)",
+        help="requests a client may send at once before --kube-api-qps paces it (default 30)",
     )
     r.add_argument(
         "--shutdown-grace-period",

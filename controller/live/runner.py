@@ -1,10 +1,10 @@
 """The live controller's lifecycle, top to bottom: start, serve, drain, stop.
 
-1. start: the Kubernetes client -- every request of the process under ``--kube-api-qps``
-   and ``--kube-api-burst`` (kube-controller-manager applies them to each client it
-   builds, and its HPA controller has several; ours bound the whole process), all but the
-   Lease's, so a renewal never queues behind reconciles -- the reconciler, and the HTTPS
-   endpoints (``endpoints``: delegated authentication and authorization);
+1. start: the Kubernetes clients -- ``--kube-api-qps`` and ``--kube-api-burst`` applied as
+   kube-controller-manager applies them, to each client it builds: the informers', and the
+   HPA controller's HPA, scale and metrics clients (``PerClient``); the Lease's unlimited,
+   so a renewal never queues behind reconciles -- the reconciler, and the HTTPS endpoints
+   (``endpoints``: delegated authentication and authorization);
 2. with leader election, wait for the Lease (``leader``), then renew it in the background;
 3. the HPA and pod informers, listed before anything is decided (deciding on an empty
    cache would be deciding blind), then the workers (``workers``);
@@ -90,18 +90,19 @@ async def run(opts: Options) -> int:
     lease_kube = Kube(api).on_loop()
     elector = _elector(opts, lease_kube)
 
-    kube = Kube(api).on_loop().limited(opts.kube_api_qps, opts.kube_api_burst)
+    informer_kube = Kube(api).on_loop().limited(opts.kube_api_qps, opts.kube_api_burst)
+    kube = Kube(api).on_loop().limited(opts.kube_api_qps, opts.kube_api_burst, per_client=True)
     if elector is not None:
         kube = kube.guarded(elector.guard)  # every scale, status and event write
     metrics = ControllerMetrics()
     hpas = Informer(
-        kube,
+        informer_kube,
         "/apis/autoscaling/v2/horizontalpodautoscalers",
         opts.hpa_selector,
         watch_idle_timeout=opts.informer_watch_idle_timeout,
     )
     pods = Informer(
-        kube,
+        informer_kube,
         "/api/v1/pods",
         transform=pod_essentials,
         watch_idle_timeout=opts.informer_watch_idle_timeout,
@@ -175,8 +176,8 @@ async def run(opts: Options) -> int:
         hpas.stop()
         pods.stop()
         await endpoints.cleanup()
-        await kube.aclose()
-        await lease_kube.aclose()
+        for client in (kube, informer_kube, lease_kube):
+            await client.aclose()
         log.info("stopped")
     return 0
 

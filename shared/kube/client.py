@@ -24,7 +24,7 @@ from shared.version import promhpa_version
 
 from .errors import KubeError, Timeout, from_status
 from .http import AsyncHTTP, unsupported
-from .ratelimit import TokenBucket
+from .ratelimit import PerClient, TokenBucket
 
 if TYPE_CHECKING:
     import kubernetes
@@ -77,12 +77,15 @@ class Kube:
     # the async calls' transport when set (``on_loop``); else the client's, in a thread
     http: AsyncHTTP | None = None
     # client-side rate limit on every request, lists and watches included (``limited``)
-    limiter: TokenBucket | None = None
+    limiter: TokenBucket | PerClient | None = None
 
-    def limited(self, qps: float, burst: int) -> Kube:
+    def limited(self, qps: float, burst: int, per_client: bool = False) -> Kube:
         """The same client, at most ``qps`` requests a second after a ``burst`` (client-go's
-        QPS and Burst; ``qps <= 0``: no limit). Copies made from it share the bucket."""
-        return replace(self, limiter=TokenBucket(qps, burst) if qps > 0 else None)
+        QPS and Burst; ``qps <= 0``: no limit), in one bucket or, ``per_client``, in one per
+        client kube-controller-manager's HPA controller builds. Copies share the buckets."""
+        if qps <= 0:
+            return replace(self, limiter=None)
+        return replace(self, limiter=PerClient(qps, burst) if per_client else TokenBucket(qps, burst))
 
     def on_loop(self) -> Kube:
         """The same client with its async calls sent from the event loop (``http``), where
@@ -117,7 +120,7 @@ class Kube:
         if method != "GET" and self.write_guard is not None:
             self.write_guard()
         if self.limiter is not None:
-            self.limiter.wait_sync()
+            self.limiter.bucket(path).wait_sync()
         try:
             m, url, headers, data, post = self.api.param_serialize(
                 method=method,
@@ -165,8 +168,8 @@ class Kube:
         query: list[tuple[str, str]] | None = None,
         timeout: float = 30,
     ) -> Any:
-        if self.limiter is not None:
-            await self.limiter.wait()  # here, not in the worker thread: waiting holds no thread
+        if self.limiter is not None:  # here, not in the worker thread: waiting holds no thread
+            await self.limiter.bucket(path).wait()
         if self.http is None:
             return await _off_loop(self._unlimited()._call, method, path, body, query, timeout)
         if method != "GET" and self.write_guard is not None:

@@ -7,6 +7,11 @@ waiting for it when the bucket is empty. Requests are served in the order they a
 spreads out instead of hammering the API server: at 2,000 HPAs and no limit that was
 about 400 requests a second. One bucket serves the event loop (``wait``) and the
 informers' threads (``wait_sync``) alike; ``qps <= 0`` means no limit.
+
+kube-controller-manager applies ``--kube-api-qps`` to each client it builds, and its HPA
+controller builds several, each with a bucket of its own: the HPA clientset (status writes,
+events, discovery), the scale client, and one client per metrics API. ``PerClient`` gives
+the same requests the same buckets, picked by path, so equal flags mean equal limits.
 """
 
 from __future__ import annotations
@@ -49,3 +54,30 @@ class TokenBucket:
         delay = self.reserve()
         if delay > 0:
             time.sleep(delay)
+
+    def bucket(self, path: str) -> TokenBucket:
+        """One bucket for every request (``PerClient``'s interface)."""
+        return self
+
+
+class PerClient:
+    """kube-controller-manager's HPA clients, a bucket each, chosen by the request's path."""
+
+    CLIENTS = ("hpa", "scale", "metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io")
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.buckets = {name: TokenBucket(qps, burst) for name in self.CLIENTS}
+
+    @staticmethod
+    def client(path: str) -> str:
+        """Which of kube-controller-manager's clients sends a request for ``path``."""
+        if path.endswith("/scale"):
+            return "scale"
+        if path.startswith("/apis/"):
+            group = path.split("/", 3)[2]
+            if group in ("metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io"):
+                return group
+        return "hpa"
+
+    def bucket(self, path: str) -> TokenBucket:
+        return self.buckets[self.client(path)]

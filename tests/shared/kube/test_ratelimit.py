@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.kube.ratelimit import TokenBucket
+from shared.kube.ratelimit import PerClient, TokenBucket
 
 
 class Clock:
@@ -57,3 +57,29 @@ def test_zero_qps_means_no_limit() -> None:
 def test_a_burst_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="burst of 0"):
         TokenBucket(qps=5, burst=0)
+
+
+@pytest.mark.parametrize(
+    ("path", "client"),
+    [
+        ("/apis/apps/v1/namespaces/a/deployments/web/scale", "scale"),
+        ("/apis/argoproj.io/v1alpha1/namespaces/a/rollouts/r/scale", "scale"),
+        ("/apis/autoscaling/v2/namespaces/a/horizontalpodautoscalers/h/status", "hpa"),
+        ("/api/v1/namespaces/a/events", "hpa"),
+        ("/apis/metrics.k8s.io/v1beta1/namespaces/a/pods", "metrics.k8s.io"),
+        ("/apis/custom.metrics.k8s.io/v1beta2/namespaces/a/pods/*/rps", "custom.metrics.k8s.io"),
+        ("/apis/external.metrics.k8s.io/v1beta1/namespaces/a/queue", "external.metrics.k8s.io"),
+    ],
+)
+def test_each_request_goes_to_the_bucket_of_kube_controller_managers_client_for_it(
+    path: str, client: str
+) -> None:
+    assert PerClient.client(path) == client
+
+
+def test_clients_do_not_share_a_bucket() -> None:
+    limits = PerClient(qps=1, burst=1)
+    scale = "/apis/apps/v1/namespaces/a/deployments/web/scale"
+    assert limits.bucket(scale).reserve() == 0.0
+    assert limits.bucket("/apis/external.metrics.k8s.io/v1beta1/namespaces/a/q").reserve() == 0.0
+    assert limits.bucket(scale).reserve() > 0.9  # its own bucket is empty now

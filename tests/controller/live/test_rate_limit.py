@@ -1,0 +1,107 @@
+"""--kube-api-qps holds on a real API server: the controller, asked for far more than its
+limit (60 HPAs every second), sends no more than it allows.
+
+As in kube-controller-manager the limit is per client, and the scale client's requests are
+the ones to count: every reconcile reads its target's scale. Counted by the kube-apiserver
+itself (``apiserver_request_total{subresource="scale"}``) while no other HPA controller
+runs (the cluster's kube-controller-manager has its own turned off) and nothing else reads
+scale subresources.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcluster import Cluster
+from tests.support import start_controller_process, stop_process, wait_until
+
+pytestmark = pytest.mark.slow
+
+NS = "ratelimit-test"
+HPAS = 60
+QPS, BURST = 5, 5
+WINDOW = 30.0
+_SCALE_CALLS = re.compile(r'^apiserver_request_total\{(?=[^}]*subresource="scale")[^}]*\} (\S+)$', re.M)
+
+
+def scale_calls(cluster: Cluster) -> float:
+    """Requests for scale subresources, as the API server has counted them so far."""
+    text = cluster.kubectl("get", "--raw", "/metrics").stdout
+    return sum(float(v) for v in _SCALE_CALLS.findall(text))
+
+
+def objects() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}]
+    for i in range(HPAS):
+        name = f"app-{i}"
+        out.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": name, "namespace": NS},
+                "spec": {
+                    "replicas": 0,
+                    "selector": {"matchLabels": {"app": name}},
+                    "template": {
+                        "metadata": {"labels": {"app": name}},
+                        "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
+                    },
+                },
+            }
+        )
+        out.append(
+            {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": name, "namespace": NS, "labels": {"ratelimit": "true"}},
+                "spec": {
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                    "minReplicas": 1,
+                    "maxReplicas": 3,
+                    "metrics": [
+                        {
+                            "type": "External",
+                            "external": {
+                                "metric": {"name": "ratelimit_queue"},
+                                "target": {"type": "AverageValue", "averageValue": "10"},
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+    return out
+
+
+def test_requests_to_the_api_server_stay_within_kube_api_qps(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects()})
+    )
+    controller = start_controller_process(
+        cluster.kubeconfig,
+        tmp_path / "controller.log",
+        "--hpa-selector=ratelimit",
+        "--horizontal-pod-autoscaler-sync-period=1s",
+        f"--kube-api-qps={QPS}",
+        f"--kube-api-burst={BURST}",
+        "--log-format=console",
+    )
+    try:
+        wait_until(lambda: scale_calls(cluster) > 0, timeout=60, what="the controller's first calls")
+        time.sleep(5)  # past the start: the burst is spent, the bucket paces every call
+        before, t0 = scale_calls(cluster), time.monotonic()
+        time.sleep(WINDOW)
+        after, t1 = scale_calls(cluster), time.monotonic()
+    finally:
+        stop_process(controller)
+        cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
+    rate = (after - before) / (t1 - t0)
+    print(f"{rate:.2f} scale requests/s at --kube-api-qps={QPS} (asked for ~{HPAS}/s)")
+    assert rate <= QPS + BURST / WINDOW, f"{rate:.2f} requests/s over a limit of {QPS}"
+    assert rate >= 0.6 * QPS, "not vacuous: the controller was held at its limit, not idle"
