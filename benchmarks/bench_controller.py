@@ -221,9 +221,9 @@ def run_size(
         )
     return (
         f"| {n} | {pods} | {setup:.0f} | {ours.rate:.1f} | {ours.p50:.0f} | {ours.p99:.0f} | "
-        f"{ours.cpu_ms:.2f} | {ours.rss:.0f} | {ours.scale_rps:.1f} | {theirs.rate:.1f} | {theirs.cpu_ms:.2f} | "
-        f"{theirs.rss:.0f} | {theirs.scale_rps:.1f} | **{ours.cpu_ms / theirs.cpu_ms:.2f}** | "
-        f"**{ours.rss / theirs.rss:.2f}** |"
+        f"{ours.cpu_ms:.2f} | {ours.rss:.0f} | {ours.scale_rps:.1f} | {theirs.rate:.1f} | "
+        f"{theirs.cpu_ms:.2f} | {theirs.rss:.0f} | {theirs.scale_rps:.1f} | "
+        f"**{ours.cpu_ms / theirs.cpu_ms:.2f}** | **{ours.rss / theirs.rss:.2f}** |"
     )
 
 
