@@ -72,6 +72,7 @@ class AsyncHTTP:
         self._ssl = ssl_context(conf) if self.base.startswith("https:") else None
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.auth_refresh = AUTH_REFRESH
         self._auth_cached: tuple[float, dict[str, str]] | None = None
         self._auth_refresh: asyncio.Future[dict[str, str]] | None = None
 
@@ -92,7 +93,7 @@ class AsyncHTTP:
         if getattr(self.conf, "refresh_api_key_hook", None) is None:
             return self._auth_headers()
         loop = asyncio.get_running_loop()
-        if self._auth_cached is not None and loop.time() - self._auth_cached[0] < AUTH_REFRESH:
+        if self._auth_cached is not None and loop.time() - self._auth_cached[0] < self.auth_refresh:
             return self._auth_cached[1]
         if self._auth_refresh is None or self._auth_refresh.done():
             self._auth_refresh = asyncio.ensure_future(asyncio.to_thread(self._auth_headers))

@@ -104,8 +104,11 @@ def test_bearer_token_identity_is_the_service_account(
     asyncio.run(go())
 
 
-def test_a_rotated_token_is_used_on_the_next_call(cluster: Cluster, namespace: str, tmp_path: Path) -> None:
-    """As the in-cluster loader does, a refresh hook rewrites the token; each call asks for it."""
+def test_a_rotated_token_is_used_once_the_refresh_interval_has_passed(
+    cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """As the in-cluster loader does, a refresh hook rewrites the token; the hook is asked
+    again once ``auth_refresh`` has passed (0 here: every call), always off the event loop."""
     tokens = {
         sa: cluster.kubectl("-n", NS, "create", "token", sa, "--duration=1h").stdout.strip()
         for sa in ("reader", "other")
@@ -117,7 +120,10 @@ def test_a_rotated_token_is_used_on_the_next_call(cluster: Cluster, namespace: s
     conf.api_key = {"authorization": tokens["reader"]}
     conf.api_key_prefix = {"authorization": "Bearer"}
 
+    hook_threads: list[str] = []
+
     def refresh(c: kubernetes.client.Configuration) -> None:
+        hook_threads.append(threading.current_thread().name)
         c.api_key["authorization"] = tokens[current["sa"]]
 
     conf.refresh_api_key_hook = refresh
@@ -136,9 +142,39 @@ def test_a_rotated_token_is_used_on_the_next_call(cluster: Cluster, namespace: s
             await kube.aclose()
 
     kube = Kube(kubernetes.client.ApiClient(conf)).on_loop()
+    assert kube.http is not None
+    kube.http.auth_refresh = 0.0
     first, second = asyncio.run(go())
     assert f"serviceaccount:{NS}:reader" in first
     assert f"serviceaccount:{NS}:other" in second
+    # an exec plugin or a token file is read by the hook: never on the event loop's thread
+    assert hook_threads
+    assert threading.main_thread().name not in hook_threads
+
+
+def test_a_refreshed_credential_is_reused_within_the_refresh_interval(
+    cluster: Cluster, namespace: str
+) -> None:
+    calls: list[float] = []
+    token = cluster.kubectl("-n", NS, "create", "token", "reader", "--duration=1h").stdout.strip()
+    conf = kubernetes.client.Configuration()
+    conf.host = cluster.server
+    conf.ssl_ca_cert = str(cluster.pki / "ca.crt")
+    conf.api_key = {"authorization": token}
+    conf.api_key_prefix = {"authorization": "Bearer"}
+    conf.refresh_api_key_hook = lambda c: calls.append(time.monotonic())
+    kube = Kube(kubernetes.client.ApiClient(conf)).on_loop()
+
+    async def go() -> None:
+        try:
+            for _ in range(20):
+                with pytest.raises(Forbidden):
+                    await kube.get(CM_PATH)
+        finally:
+            await kube.aclose()
+
+    asyncio.run(go())
+    assert len(calls) == 1  # 20 calls, one refresh (an exec plugin would have run 20 times)
 
 
 def test_the_write_guard_refuses_before_the_request_leaves(cluster: Cluster, namespace: str) -> None:
