@@ -26,7 +26,8 @@ from .providers import ObjectLister, Providers
 from .registry import Registry
 from .requests import REQUEST_INFO, BadRequest, MetricRequest, NotFound, parse_path
 from .templates import TemplateError
-from .wire import VERSIONS, group_entry, resource_list, status
+from .upstreams import Upstreams
+from .wire import CUSTOM, EXTERNAL, VERSIONS, group_entry, resource_list, status
 
 log = structlog.get_logger("adapter")
 
@@ -62,6 +63,18 @@ class AdapterMetrics:
             registry=r,
         )
         self.metrics = Gauge(f"{p}_metrics_known", "Metrics served", ["api"], registry=r)
+        self.upstream_up = Gauge(
+            f"{p}_upstream_up",
+            "1 when the upstream metrics server answered its last discovery, 0 when it did not",
+            ["upstream"],
+            registry=r,
+        )
+        self.upstream_requests = Counter(
+            f"{p}_upstream_requests_total",
+            "Requests forwarded to an upstream, by its answer",
+            ["upstream", "code"],
+            registry=r,
+        )
         self.rules_reloads = Counter(
             f"{p}_rules_reloads_total", "Rule file changes seen, by result", ["result"], registry=r
         )
@@ -140,6 +153,22 @@ async def _dispatch(providers: Providers, req: MetricRequest) -> dict[str, Any]:
     return await providers.nodes(req)
 
 
+def _dispatch_discovery(providers: Providers, req: MetricRequest) -> dict[str, Any]:
+    return resource_list(req.group, req.version, providers.discovery(req))
+
+
+def _union(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Our resources, then the upstreams' not already listed (a name served twice is a
+    configuration error check-config reports; here ours is listed once)."""
+    names = {r["name"] for r in ours}
+    out = list(ours)
+    for r in theirs:
+        if r.get("name") not in names:
+            names.add(r.get("name"))
+            out.append(r)
+    return out
+
+
 def prometheus_session(max_per_origin: int = 0) -> Connections:
     """The serving loop's connections to Prometheus (queries and discovery); at most
     ``max_per_origin`` at once to one backend (0: no bound)."""
@@ -161,6 +190,7 @@ def build_app(
     metrics: AdapterMetrics | None = None,
     health: Health | None = None,
     max_inflight: int = 400,
+    upstreams: Upstreams | None = None,
 ) -> web.Application:
     """The metrics APIs' routes and middlewares, nothing that opens or runs: what serving
     needs (connections, discovery, the Kubernetes client, authentication) is opened by the
@@ -195,6 +225,16 @@ def build_app(
         code = 200
         try:
             req = parse_path(request.rel_url.raw_path, dict(request.query), request.get(REQUEST_INFO))
+            if upstreams is not None and upstreams.clients:
+                if req.kind == "discovery":
+                    body = _dispatch_discovery(providers, req)
+                    body["resources"] = _union(body["resources"], upstreams.resources(req.group, req.version))
+                    return _json(body)
+                api = "external" if req.group == EXTERNAL else "custom" if req.group == CUSTOM else ""
+                upstream = upstreams.route(api, req.metric, req.namespace) if api and req.metric else None
+                if upstream is not None:  # authorized above, as our own metrics are
+                    code, raw = await upstreams.forward(upstream, request.rel_url.raw_path_qs)
+                    return web.Response(body=raw, status=code, content_type="application/json")
             return _json(await _dispatch(providers, req))
         except NotFound as e:
             code = 404

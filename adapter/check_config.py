@@ -25,6 +25,7 @@ from .promql import QueryError
 from .queries import ObjectQuery, custom_query, external_query
 from .registry import index_series
 from .templates import TemplateError
+from .upstream_config import Upstream
 
 
 def _resource_errors(path: str, rule: Rule, served: dict[str, set[str]] | None) -> list[str]:
@@ -122,7 +123,7 @@ async def validate(
                 f"\n{rule.kind}[{rule.index}]: skipped: backend {rule.backend!r} is not connected here"
             )
             continue
-        await _check_rule(v, source, rule, client, max_age)
+        await _check_rule(v, source, rule, client, max_age, config.upstreams)
     return v
 
 
@@ -151,7 +152,14 @@ async def check_config(
     return 1 if errors else 0
 
 
-async def _check_rule(v: Verdict, path: str, rule: Rule, prom: PrometheusAPI, max_age: timedelta) -> None:
+async def _check_rule(
+    v: Verdict,
+    path: str,
+    rule: Rule,
+    prom: PrometheusAPI,
+    max_age: timedelta,
+    upstreams: tuple[Upstream, ...] = (),
+) -> None:
     where = f"{path}:{rule.line}: {rule.kind}[{rule.index}].metricsQuery"
     v.report.append(f"\n{rule.kind}[{rule.index}]: seriesQuery {rule.series_query}")
     try:
@@ -163,6 +171,18 @@ async def _check_rule(v: Verdict, path: str, rule: Rule, prom: PrometheusAPI, ma
         v.unverified.append(f"{path}: {rule.kind}[{rule.index}].seriesQuery: {e}")
         return
     custom, external = index_series(rule, series)
+    served = [("custom", f"{gr}/{metric}", metric) for gr, metric, _ in custom]
+    served += [("external", metric, metric) for metric, _ in external]
+    for api, shown, metric in served:  # one name from two providers: never a silent winner
+        for u in upstreams:
+            pattern = u.pattern_for(api, metric)
+            if pattern is not None:
+                where_rule = f"{path}:{rule.line}: {rule.kind}[{rule.index}]"
+                v.errors.append(
+                    f"{where_rule}: {api} metric {shown!r} is also routed to upstream {u.name!r} by "
+                    f"{pattern!r} (line {u.line}): the same name from two providers; narrow the "
+                    "upstream's pattern or the rule"
+                )
     v.report.append(f"  {len(series)} series matched, serving {len(custom) + len(external)} metric(s)")
     examples = [(f"{gr}/{metric}", name, _example(rule, metric, name, gr)) for gr, metric, name in custom]
     examples += [

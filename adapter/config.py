@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from .templates import Template, TemplateError
+from .upstream_config import Upstream, parse_upstreams
 
 
 class ConfigError(ValueError):
@@ -120,6 +121,7 @@ class Config:
     resource_rules: ResourceRules | None
     source: str = "<config>"
     backends: tuple[Backend, ...] = ()
+    upstreams: tuple[Upstream, ...] = ()  # other servers of the metrics APIs (``upstream_config``)
 
     def backend_names(self) -> list[str]:
         """ "" (the command line's) and every named one, in file order."""
@@ -128,7 +130,7 @@ class Config:
 
 _RULE_KEYS = {"seriesQuery", "seriesFilters", "resources", "name", "metricsQuery", "backend"}
 _RESOURCES_KEYS = {"overrides", "template", "namespaced"}
-_TOP_KEYS = {"rules", "externalRules", "resourceRules", "backends"}
+_TOP_KEYS = {"rules", "externalRules", "resourceRules", "backends", "upstreams"}
 _BACKEND_KEYS = {
     "name", "url", "headers", "params", "timeout", "method", "caFile", "bearerTokenFile",
     "clientCertFile", "clientKeyFile", "username", "passwordFile", "insecureSkipTLSVerify",
@@ -458,7 +460,9 @@ def parse_config(text: str, source: str = "<config>") -> Config:
     resource_rules = _resource_rules(c, top["resourceRules"]) if "resourceRules" in top else None
     backends = _backends(c, top["backends"]) if "backends" in top else ()
     _check_backend_refs(c, top, {b.name for b in backends})
-    return Config(rules, external, resource_rules, source, backends)
+    taken = {b.name for b in backends}
+    upstreams = parse_upstreams(c, top["upstreams"], taken) if "upstreams" in top else ()
+    return Config(rules, external, resource_rules, source, backends, upstreams)
 
 
 def load_config(path: str | Path) -> Config:

@@ -225,6 +225,13 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         help="how far back discovery looks for series (default: the relist interval)",
     )
     p.add_argument(
+        "--upstream-discovery-interval",
+        type=_duration,
+        default=timedelta(seconds=30),
+        help="how often each upstream metrics server's resource lists are read for discovery and "
+        "/readyz (default 30s; requests are routed by the rule file's patterns, not by this)",
+    )
+    p.add_argument(
         "--query-cache-ttl",
         type=_duration,
         default=timedelta(seconds=5),

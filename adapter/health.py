@@ -49,6 +49,7 @@ class Health:
         self._reason = _MP.RawArray(ctypes.c_char, 512)
         self._detail = _MP.RawArray(ctypes.c_char, 2048)
         self._checked = _MP.RawArray(ctypes.c_char, 512)
+        self._parts: dict[str, str] = {}
         self.ready_reason = "the first series discovery has not completed"
         # more readiness checks, run by the heartbeat each second on the serving loop (None:
         # ready); e.g. the object informers' staleness (``adapter.objects``)
@@ -80,6 +81,11 @@ class Health:
     @detail.setter
     def detail(self, text: str) -> None:
         self._detail.value = text.encode()[:2047]
+
+    def set_detail(self, part: str, text: str) -> None:
+        """One part of ``detail`` (the backends', the upstreams'), the parts in a fixed order."""
+        self._parts[part] = text
+        self.detail = "\n".join(t for _, t in sorted(self._parts.items()) if t)
 
     def beat(self) -> None:
         self._beat.value = time.monotonic()  # CLOCK_MONOTONIC: the same clock in every process

@@ -47,7 +47,7 @@ class Relister:
                 log.warning("backend down; its metrics answer 503", backend=backend_label(name), error=error)
             if len(registry.backends.names()) > 1:
                 lines.append(f"[{'-' if error else '+'}]backend {backend_label(name)} {error or 'ok'}")
-        self.health.detail = "\n".join(lines)
+        self.health.set_detail("backends", "\n".join(lines))
 
     async def once(self) -> None:
         """One relist (the one under way, if any) and its report."""

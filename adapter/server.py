@@ -56,6 +56,7 @@ from .registry import Registry
 from .relister import Relister
 from .reload import RuleReloader
 from .rules_webhook import RulesReviewer, WebhookMetrics, webhook_app
+from .upstreams import Upstreams
 
 log = structlog.get_logger("adapter")
 # the young GC generation's threshold while serving (CPython's default is 700): see shared/gcpolicy
@@ -142,6 +143,7 @@ class Adapter:
         self.relister = Relister(
             self.registry, self.health, self.metrics, a.metrics_relist_interval.total_seconds()
         )
+        self.upstreams = Upstreams(self.config.upstreams, self.metrics)
         self.requestheader: RequestHeaderConfig | None = None
         self.objects: ObjectCache | None = None
 
@@ -154,10 +156,14 @@ class Adapter:
             metrics=self.metrics,
             health=self.health,
             max_inflight=a.max_requests_inflight,
+            upstreams=self.upstreams,
         )
         app.cleanup_ctx.append(self.connections)  # before discovery and the Kubernetes client
         app.cleanup_ctx.append(self.kubernetes)
         app.cleanup_ctx.append(self.relister.context)
+        app.cleanup_ctx.append(
+            self.upstreams.context(self.health, a.upstream_discovery_interval.total_seconds())
+        )
         if a.config and a.config_reload_interval.total_seconds() > 0:
             app.cleanup_ctx.append(self.reloader(app[PROVIDERS]).run)
         app.cleanup_ctx.append(self.health.heartbeat)
@@ -216,6 +222,7 @@ class Adapter:
         def swap(new: Config) -> None:
             registry.backends.configure(new.backends)  # may refuse (e.g. a password file): rules stay
             registry.config = providers.config = new
+            self.upstreams.configure(new.upstreams)
 
         def counted(result: str) -> None:
             m.rules_reloads.labels(result).inc()

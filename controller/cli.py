@@ -177,6 +177,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         tls_key_file=args.tls_private_key_file,
         cert_dir=args.cert_dir,
         cert_dns_names=args.cert_dns_name,
+        second_writer_quiet=args.second_writer_quiet_period.total_seconds(),
     )
     if opts.insecure_skip_auth and not ipaddress.ip_address(opts.bind_address).is_loopback:
         print("error: --insecure-skip-auth only binds to loopback", file=sys.stderr)
@@ -348,6 +349,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=timedelta(seconds=15),
         help="timeout of each read from the metrics APIs (default 15s, above the adapter's 10s "
         "Prometheus deadline): an overloaded adapter slows a reconcile, never stalls it",
+    )
+    r.add_argument(
+        "--second-writer-quiet-period",
+        type=_duration,
+        default=timedelta(minutes=5),
+        help="when another controller writes an HPA's scale or status, promhpa stops writing that "
+        "HPA and resumes only after the other has been quiet this long while the HPA needed a "
+        "write (default 5m; 0 turns the guard off; a dry run never writes anyway)",
     )
     r.add_argument(
         "--kube-api-qps",

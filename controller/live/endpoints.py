@@ -159,6 +159,22 @@ def endpoints_app(
             }
         )
 
+    async def writers(_: web.Request) -> web.Response:
+        """HPAs another controller writes, which promhpa leaves alone (``second_writer``)."""
+        items = [
+            {
+                "namespace": ns,
+                "name": name,
+                "passiveSince": w.passive_since.isoformat() if w.passive_since else None,
+                "lastEvidence": w.last_evidence.isoformat() if w.last_evidence else None,
+                "evidence": w.evidence,
+                "staleSince": w.stale_since.isoformat() if w.stale_since else None,
+            }
+            for (ns, name), w in sorted(reconciler.writers.items())
+            if w.passive
+        ]
+        return web.json_response({"items": items})
+
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/livez", healthz)
     app.router.add_get("/readyz", readyz)
@@ -166,4 +182,5 @@ def endpoints_app(
     app.router.add_get("/debug/shadow", shadow)
     app.router.add_get("/debug/shadow/{namespace}/{name}", shadow)
     app.router.add_get("/debug/history/{namespace}/{name}", memory)
+    app.router.add_get("/debug/writers", writers)
     return app

@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from controller.engine import Decision, ParseMemo, decide, parse_snapshot
 from controller.engine.model import History, Settings, Snapshot
+from shared.durations import format_duration
 from shared.kube.client import Kube
 from shared.kube.discovery import RESTMapper
 from shared.kube.errors import KubeError
@@ -28,8 +29,9 @@ from shared.kube.informer import Informer
 
 from .hpa_selectors import SelectorRegistry
 from .observe import Observer
+from .second_writer import Writers, after_our_scale_write, notice, settle
 from .shadow import Shadow
-from .writer import EventRecorder, update_status
+from .writer import AS_US, EventRecorder, update_status
 
 log = structlog.get_logger("controller")
 
@@ -56,6 +58,12 @@ class ControllerMetrics:
             f"{p}_metric_computation_duration_seconds",
             "Metric computation duration",
             ["action", "error", "metric_type"],
+            registry=r,
+        )
+        self.second_writer = Gauge(
+            "promhpa_controller_second_writer",
+            "1 while another controller writes this HPA and promhpa writes nothing to it",
+            ["namespace", "name"],
             registry=r,
         )
         self.desired = Gauge(
@@ -115,6 +123,9 @@ class Reconciler:
     memory: dict[tuple[str, str], History] = field(default_factory=dict)
     selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
     shadow: Shadow = field(default_factory=Shadow)
+    # the second-writer guard's quiet period (None: off, as in a dry run); its memory per HPA
+    second_writer_quiet: timedelta | None = None
+    writers: dict[tuple[str, str], Writers] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._warned: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=300)
@@ -143,6 +154,8 @@ class Reconciler:
             self.memory.pop(key, None)  # deleted: forget it and its selector, as upstream does
             self.selectors.remove(key)
             self._memo.forget(key)
+            if self.writers.pop(key, None) is not None:
+                self.metrics.second_writer.remove(namespace, name)
             if key in self.shadow.comparisons:
                 self.shadow.comparisons.pop(key, None)
                 self.metrics.shadow_differs.remove(namespace, name)
@@ -151,21 +164,29 @@ class Reconciler:
         start = time.monotonic()
         snap, hpa, scale_path = await self.snapshot(namespace, name)
         parsed = parse_snapshot(snap, self._memo)
-        if self.dry_run:  # the owner's rescales, not ours, count against its rate limits
+        # passive -- a dry run, or another writer on this HPA (``second_writer``): decide as in
+        # shadow mode and write nothing
+        dry = self.dry_run or await self._another_writer(key, hpa, snap, parsed.now)
+        if dry:  # the owner's rescales, not ours, count against its rate limits
             history = self.shadow.follow_owner(key, parsed.history, parsed.behavior, parsed.now)
             parsed = replace(parsed, history=history)
         decision = decide(parsed)
-        if decision.rescale and not self.dry_run and scale_path is not None:
+        if decision.rescale and not dry and scale_path is not None:
             scale = {
                 **snap["scale"],
                 "spec": {**snap["scale"].get("spec", {}), "replicas": decision.desired_replicas},
             }
             try:
-                await self.kube.put(scale_path, scale)
+                await self.kube.put(scale_path, scale, AS_US)
+                self.writers[key] = after_our_scale_write(
+                    self.writers.get(key, Writers()), decision.desired_replicas
+                )
             except KubeError as e:
                 snap["scaleUpdateError"] = e.message
                 decision = decide(parse_snapshot(snap, self._memo))
-        if self.dry_run:  # our recommendations, the owner's scale events
+        if dry and not self.dry_run:
+            await self._settle(key, hpa, decision, parsed.now)
+        if dry:  # our recommendations, the owner's scale events
             self.memory[key] = replace(
                 decision.history,
                 scale_up_events=parsed.history.scale_up_events,
@@ -176,7 +197,7 @@ class Reconciler:
             self.memory[key] = decision.history
         for event in decision.events:
             reason, message = event.reason, event.message
-            if self.dry_run:  # never claim a rescale that did not happen
+            if dry:  # never claim a rescale that did not happen
                 reason, message = dry_run_event(reason, message)
             try:
                 await self.recorder.record(hpa, event.type, reason, message)
@@ -184,7 +205,7 @@ class Reconciler:
                 log.warning(
                     "event not recorded", hpa=f"{namespace}/{name}", reason=event.reason, error=str(e)
                 )
-        if not self.dry_run:
+        if not dry:
             try:
                 await update_status(self.kube, hpa, decision.status)
             except KubeError as e:
@@ -193,6 +214,62 @@ class Reconciler:
                     await self.recorder.record(hpa, "Warning", "FailedUpdateStatus", e.message)
         self._observe(namespace, name, decision, time.monotonic() - start)
         return decision
+
+    async def _another_writer(
+        self, key: tuple[str, str], hpa: dict[str, Any], snap: dict[str, Any], now: datetime
+    ) -> bool:
+        """Whether another writer makes this HPA passive now (``second_writer.notice``)."""
+        if self.second_writer_quiet is None:
+            return False
+        replicas = (snap.get("scale") or {}).get("spec", {}).get("replicas")
+        v = notice(
+            self.writers.get(key, Writers()),
+            hpa=hpa,
+            replicas=replicas if isinstance(replicas, int) else None,
+            now=now,
+            quiet=self.second_writer_quiet,
+        )
+        self.writers[key] = v.writers
+        if v.change == "passive":
+            self.metrics.second_writer.labels(*key).set(1)
+            log.warning(
+                "another controller writes this HPA; promhpa stops writing it",
+                hpa=f"{key[0]}/{key[1]}",
+                evidence=v.writers.evidence,
+                quiet=self.second_writer_quiet.total_seconds(),
+            )
+            quiet = format_duration(self.second_writer_quiet)
+            message = (
+                f"another controller writes this HPA ({v.writers.evidence}); promhpa writes neither its "
+                f"scale nor its status until that writer has been quiet for {quiet}"
+            )
+            with contextlib.suppress(KubeError):
+                await self.recorder.record(hpa, "Warning", "SecondWriterDetected", message)
+        return v.writers.passive
+
+    async def _settle(
+        self, key: tuple[str, str], hpa: dict[str, Any], decision: Decision, now: datetime
+    ) -> None:
+        """A passive HPA resumes once nobody else maintains it (``second_writer.settle``)."""
+        if self.second_writer_quiet is None or key not in self.writers:
+            return
+        wants = dict(hpa.get("status") or {}) != decision.status
+        v = settle(self.writers[key], wants_status=wants, now=now, quiet=self.second_writer_quiet)
+        self.writers[key] = v.writers
+        if v.change == "active":
+            quiet = format_duration(self.second_writer_quiet)
+            self.metrics.second_writer.remove(*key)
+            log.info(
+                "the other writer has been quiet; promhpa writes this HPA again", hpa=f"{key[0]}/{key[1]}"
+            )
+            with contextlib.suppress(KubeError):
+                await self.recorder.record(
+                    hpa,
+                    "Normal",
+                    "SecondWriterQuiet",
+                    f"no other controller has written this HPA for {quiet} while it needed a write: "
+                    "promhpa writes it again",
+                )
 
     def _compare(
         self, key: tuple[str, str], decision: Decision, hpa: dict[str, Any], parsed: Snapshot

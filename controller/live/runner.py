@@ -25,6 +25,7 @@ import socket
 import ssl
 import uuid
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import structlog
@@ -81,6 +82,7 @@ class Options:
     tls_key_file: str | None = None
     cert_dir: str = "controller.local.config/certificates"
     cert_dns_names: list[str] = field(default_factory=list)
+    second_writer_quiet: float = 300.0  # 0: no second-writer guard
 
 
 async def run(opts: Options) -> int:
@@ -119,6 +121,11 @@ async def run(opts: Options) -> int:
         dry_run=opts.dry_run,
         metrics_timeout=opts.metrics_timeout,
         shadow=Shadow(opts.sync_period),
+        second_writer_quiet=(
+            timedelta(seconds=opts.second_writer_quiet)
+            if opts.second_writer_quiet > 0 and not opts.dry_run
+            else None
+        ),
     )
     workers = Workers(
         reconciler,

@@ -10,11 +10,15 @@ from typing import Any
 
 from cachetools import TTLCache
 
+from controller.live.second_writer import FIELD_MANAGER
 from shared.durations import format_time
 from shared.kube.client import Kube
 from shared.kube.errors import Conflict, KubeError
 
 COMPONENT = "horizontal-pod-autoscaler"
+# our writes' field manager, so managedFields tell them from another controller's
+# (``second_writer`` reads them)
+AS_US = [("fieldManager", FIELD_MANAGER)]
 
 
 def hpa_path(namespace: str, name: str) -> str:
@@ -30,7 +34,9 @@ async def update_status(kube: Kube, hpa: dict[str, Any], status: dict[str, Any],
         body = {**current, "status": status}
         try:
             await kube.put(
-                hpa_path(current["metadata"]["namespace"], current["metadata"]["name"]) + "/status", body
+                hpa_path(current["metadata"]["namespace"], current["metadata"]["name"]) + "/status",
+                body,
+                AS_US,
             )
             return True
         except KubeError as e:

@@ -185,8 +185,8 @@ class Kube:
     async def post(self, path: str, body: Any) -> Any:
         return await self._async("POST", path, body)
 
-    async def put(self, path: str, body: Any) -> Any:
-        return await self._async("PUT", path, body)
+    async def put(self, path: str, body: Any, query: list[tuple[str, str]] | None = None) -> Any:
+        return await self._async("PUT", path, body, query)
 
     def watch_sync(
         self,

@@ -270,3 +270,34 @@ def test_rules_webhook_without_its_client_ca_is_refused() -> None:
     out = helm("template", "r", str(CHART), URL, "--set=rules.webhook.enabled=true", check=False)
     assert out.returncode != 0
     assert "rules.webhook.enabled needs rules.webhook.clientCA" in out.stderr
+
+
+def _controller_args(*values: str) -> list[str]:
+    docs = render(URL, *values)
+    controller = next(d for d in of_kind(docs, "Deployment") if d["metadata"]["name"].endswith("controller"))
+    return list(controller["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def test_the_charts_defaults_run_the_controller_in_shadow_mode() -> None:
+    """Installed beside a built-in HPA controller that cannot be turned off, the defaults
+    must write nothing: shadow mode unless the user chooses active."""
+    args = _controller_args()
+    assert "--dry-run" in args
+    assert not any(a.startswith("--second-writer") for a in args)
+
+
+def test_active_mode_is_an_explicit_choice_and_keeps_the_second_writer_guard() -> None:
+    args = _controller_args("--set=controller.mode=active")
+    assert "--dry-run" not in args
+    assert "--second-writer-quiet-period=5m" in args
+
+
+def test_the_older_dry_run_switch_still_chooses_the_mode() -> None:
+    assert "--dry-run" not in _controller_args("--set=controller.dryRun=false")
+    assert "--dry-run" in _controller_args("--set=controller.mode=active", "--set=controller.dryRun=true")
+
+
+def test_an_unknown_mode_is_refused_by_the_schema() -> None:
+    out = helm("template", "r", str(CHART), URL, "--set=controller.mode=activ", check=False)
+    assert out.returncode != 0
+    assert "mode" in out.stderr

@@ -124,3 +124,9 @@ every APIService see the same certificate within one render.
 {{- fail "controller.replicas > 1 needs controller.leaderElect=true: two active HPA controllers would fight" }}
 {{- end }}
 {{- end }}
+
+{{/* The controller's mode: `controller.dryRun`, when set, wins over `controller.mode`. */}}
+{{- define "promhpa.controller.shadow" -}}
+{{- $c := .Values.controller -}}
+{{- if kindIs "bool" $c.dryRun -}}{{ ternary "true" "" $c.dryRun }}{{- else if eq $c.mode "shadow" -}}true{{- else if eq $c.mode "active" -}}{{- else -}}{{ fail (printf "controller.mode must be shadow or active, not %q" $c.mode) }}{{- end -}}
+{{- end }}

@@ -1,0 +1,197 @@
+"""Forwarding to upstream metrics servers: one APIService, several providers.
+
+promhpa owns ``custom.metrics.k8s.io`` and ``external.metrics.k8s.io`` and passes each
+request for a metric an upstream's patterns route (``upstream_config``) to that upstream:
+
+- the caller has already been authenticated and authorized by promhpa, exactly as for its
+  own metrics; the upstream is called with promhpa's own identity (its ServiceAccount token,
+  re-read every 10 s so a rotated one is used, or a client certificate);
+- the same path and query go upstream, and the upstream's answer comes back as it was --
+  status code and body, a ``Status`` included -- within the upstream's ``timeout``;
+- an upstream that does not answer fails only its own metrics: ``503 ServiceUnavailable``
+  naming it; it is listed on ``/readyz`` (``[-]upstream NAME ...``) and in
+  ``promhpa_adapter_upstream_up``, while promhpa's own metrics and the other upstreams serve;
+- discovery (the v1beta1 and v1beta2 resource lists) is the union: each upstream's list is
+  read every ``interval`` and the entries its patterns route are added to promhpa's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import structlog
+from aiohttp import web
+
+from .upstream_config import IN_CLUSTER_TOKEN, Upstream, routed
+from .wire import CUSTOM, EXTERNAL, status
+
+log = structlog.get_logger("adapter.upstreams")
+_LISTS = ((CUSTOM, "v1beta1"), (CUSTOM, "v1beta2"), (EXTERNAL, "v1beta1"))
+TOKEN_REREAD = 10.0
+
+
+class UpstreamClient:
+    """One upstream: its connections, credentials and last discovery."""
+
+    def __init__(self, spec: Upstream) -> None:
+        self.spec = spec
+        self.error: str | None = "not discovered yet"
+        self.resources: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._session: aiohttp.ClientSession | None = None
+        self._token: tuple[float, str] | None = None
+
+    def _ssl(self) -> ssl.SSLContext | bool:
+        if not self.spec.url.startswith("https:"):
+            return False
+        ctx = ssl.create_default_context(cafile=self.spec.ca_file)
+        if self.spec.insecure_skip_tls_verify:
+            ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        if self.spec.client_cert:
+            ctx.load_cert_chain(self.spec.client_cert, self.spec.client_key)
+        return ctx
+
+    def _headers(self) -> dict[str, str]:
+        path = self.spec.bearer_token_file
+        if path is None and not self.spec.client_cert and Path(IN_CLUSTER_TOKEN).exists():
+            path = IN_CLUSTER_TOKEN  # our own ServiceAccount's, by default
+        if path is None:
+            return {}
+        now = time.monotonic()
+        if self._token is None or now - self._token[0] > TOKEN_REREAD:
+            self._token = (now, Path(path).read_text().strip())
+        return {"Authorization": f"Bearer {self._token[1]}", "Accept": "application/json"}
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._ssl(), limit=64))
+        return self._session
+
+    async def get(self, path_qs: str) -> tuple[int, bytes]:
+        """The upstream's status and body; OSError/TimeoutError/aiohttp errors when it does not answer."""
+        timeout = aiohttp.ClientTimeout(total=self.spec.timeout)
+        async with self.session().get(
+            self.spec.url + path_qs, headers=self._headers(), timeout=timeout, allow_redirects=False
+        ) as r:
+            return r.status, await r.read()
+
+    async def discover(self) -> None:
+        """Its resource lists, kept to what its patterns route; on failure the last ones stay."""
+        found: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        try:
+            for group, version in _LISTS:
+                code, body = await self.get(f"/apis/{group}/{version}")
+                if code == 404:
+                    continue  # a server of only one of the APIs, or only one version
+                if code != 200:
+                    raise OSError(f"{code} on /apis/{group}/{version}: {body[:200]!r}")
+                api = "external" if group == EXTERNAL else "custom"
+                found[(group, version)] = [
+                    r
+                    for r in orjson.loads(body).get("resources") or []
+                    if self.spec.pattern_for(api, str(r.get("name", "")).rsplit("/", 1)[-1])
+                ]
+        except (OSError, TimeoutError, aiohttp.ClientError, ValueError) as e:
+            self.error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            return
+        self.resources, self.error = found, None
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+class Upstreams:
+    def __init__(self, specs: tuple[Upstream, ...] = (), metrics: Any = None) -> None:
+        self.clients: dict[str, UpstreamClient] = {}
+        self._retired: list[UpstreamClient] = []  # replaced by a reload: closed by the refresher
+        self.metrics = metrics
+        self.configure(specs)
+
+    def configure(self, specs: tuple[Upstream, ...]) -> None:
+        """The rule file's upstreams (again, after a reload): unchanged ones keep their client."""
+        old = self.clients
+        self.clients = {}
+        for spec in specs:
+            kept = old.get(spec.name)
+            self.clients[spec.name] = kept if kept is not None and kept.spec == spec else UpstreamClient(spec)
+        self._retired += [c for name, c in old.items() if self.clients.get(name) is not c]
+
+    @property
+    def specs(self) -> tuple[Upstream, ...]:
+        return tuple(c.spec for c in self.clients.values())
+
+    def route(self, api: str, metric: str, namespace: str | None) -> UpstreamClient | None:
+        if not self.clients:
+            return None
+        spec = routed(self.specs, api, metric, namespace)
+        return self.clients[spec.name] if spec is not None else None
+
+    async def forward(self, client: UpstreamClient, path_qs: str) -> tuple[int, bytes]:
+        """The upstream's answer as it was, or a 503 Status naming it."""
+        try:
+            code, body = await client.get(path_qs)
+        except (OSError, TimeoutError, aiohttp.ClientError) as e:
+            why = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            code = 503
+            body = orjson.dumps(
+                status(
+                    503, "ServiceUnavailable", f"upstream {client.spec.name!r} at {client.spec.url}: {why}"
+                )
+            )
+        if self.metrics is not None:
+            self.metrics.child(self.metrics.upstream_requests, client.spec.name, str(code)).inc()
+        return code, body
+
+    def resources(self, group: str, version: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for c in self.clients.values():
+            out += c.resources.get((group, version), [])
+        return out
+
+    def report(self) -> str:
+        """/readyz lines, and the up metric."""
+        lines = []
+        for name, c in self.clients.items():
+            if self.metrics is not None:
+                self.metrics.upstream_up.labels(name).set(0 if c.error else 1)
+            lines.append(f"[{'-' if c.error else '+'}]upstream {name} {c.error or 'ok'}")
+        return "\n".join(lines)
+
+    async def refresh(self) -> None:
+        retired, self._retired = self._retired, []
+        for c in retired:
+            await c.close()
+        await asyncio.gather(*(c.discover() for c in self.clients.values()))
+
+    def context(self, health: Any, interval: float) -> Any:
+        """cleanup_ctx: discover every upstream every ``interval`` (and at once); close at the end."""
+
+        async def ctx(_: web.Application) -> AsyncIterator[None]:
+            async def loop() -> None:
+                while True:
+                    await self.refresh()
+                    for name, c in self.clients.items():
+                        if c.error:
+                            log.warning(
+                                "upstream not answering; its metrics answer 503", upstream=name, error=c.error
+                            )
+                    health.set_detail("upstreams", self.report())
+                    await asyncio.sleep(interval)
+
+            task = asyncio.create_task(loop())
+            yield
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            for c in [*self.clients.values(), *self._retired]:
+                await c.close()
+
+        return ctx
