@@ -221,8 +221,10 @@ only=${1:-all}
 [[ $only == all || $only == helm ]] && step "helm $HELM_VERSION" "$CACHE/bin/helm-$HELM_VERSION/helm" build_helm
 [[ $only == all || $only == k8s ]] && step "kubernetes $K8S_VERSION (4 binaries)" "$CACHE/bin/k8s-$K8S_VERSION/kube-apiserver" build_k8s
 [[ $only == all || $only == thanos ]] && step "thanos $THANOS_VERSION" "$CACHE/bin/thanos-$THANOS_VERSION/thanos" build_thanos
+# prometheus-adapter: the upstream the multiplexing and migration tests forward to, and the
+# incumbent the benchmarks run beside us
+[[ $only == all || $only == bench || $only == prometheus-adapter ]] && step "prometheus-adapter $PROMETHEUS_ADAPTER_VERSION" "$CACHE/bin/prometheus-adapter-$PROMETHEUS_ADAPTER_VERSION/adapter" build_prometheus_adapter
 # only for the benchmarks (make bench-adapter / bench-controller), not the tests
-[[ $only == bench || $only == prometheus-adapter ]] && step "prometheus-adapter $PROMETHEUS_ADAPTER_VERSION" "$CACHE/bin/prometheus-adapter-$PROMETHEUS_ADAPTER_VERSION/adapter" build_prometheus_adapter
 [[ $only == bench || $only == loadgen ]] && step "loadgen (benchmarks/loadgen)" "$(loadgen_dir)/loadgen" build_loadgen
 [[ $only == all || $only == differential ]] && step "hpa-differential $K8S_VERSION (upstream's controller package)" "$CACHE/bin/hpa-differential-$K8S_VERSION/hpa-differential" build_differential
 echo "$CACHE/bin"

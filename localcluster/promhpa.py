@@ -178,6 +178,41 @@ def controller_get_json(kubeconfig: Path, port: int, path: str) -> Any:
     return json.loads(controller_get(kubeconfig, port, path))
 
 
+def start_prometheus_adapter(
+    cluster: Cluster, directory: Path, prometheus_url: str, config: str, dns_name: str = "prometheus-adapter.local"
+) -> AdapterProcess:
+    """prometheus-adapter v0.12.0 on loopback (built by ``make cluster-tools``), its
+    authentication and authorization delegated to the cluster, as a cluster would run it."""
+    from shared.tls import self_signed
+
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "pa.yaml").write_text(config)
+    cert, key = self_signed(directory / "pa-certs", [dns_name])
+    port = free_port()
+    log = directory / "prometheus-adapter.log"
+    kubeconfig = str(cluster.kubeconfig)
+    out = open(log, "ab")  # noqa: SIM115 - owned by the child
+    proc = subprocess.Popen(
+        [Binaries(cache_bin()).prometheus_adapter, f"--prometheus-url={prometheus_url}",
+         f"--config={directory / 'pa.yaml'}", "--bind-address=127.0.0.1", f"--secure-port={port}",
+         f"--lister-kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+         f"--authorization-kubeconfig={kubeconfig}", f"--tls-cert-file={cert}",
+         f"--tls-private-key-file={key}", "--metrics-relist-interval=5s", "--v=0"],
+        stdout=out, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    out.close()
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    a = AdapterProcess(port, proc, log, ctx)
+    try:
+        wait_http(f"{a.url}/healthz", "prometheus-adapter", timeout=60, context=ctx)
+    except AssertionError:
+        stop_adapter(a)
+        raise AssertionError("prometheus-adapter did not start:\n" + log.read_text()[-3000:]) from None
+    return a
+
+
 AS_PID_1 = ("unshare", "--pid", "--fork")  # a PID namespace of its own: the command is its process 1
 
 

@@ -68,7 +68,7 @@ def tools_cached() -> bool:
     """True when every binary is already built (so bring-up takes seconds, not a cold build)."""
     b = Binaries(cache_bin())
     names = ["etcd", "apiserver", "controller_manager", "scheduler", "kubectl", "kwok", "helm"]
-    names += ["prometheus2", "prometheus3", "thanos"]
+    names += ["prometheus2", "prometheus3", "thanos", "prometheus_adapter"]
     return all(Path(getattr(b, n)).exists() for n in names)
 
 

