@@ -81,6 +81,7 @@ bench-adapter: venv cluster-tools
 	$(BIN)/python -m benchmarks.probes
 	$(BIN)/python -m benchmarks.discovery
 	$(BIN)/python -m benchmarks.bench_adapter
+	$(BIN)/python -m benchmarks.forwarding
 
 # Discovery of 100,000 series alone, both adapters taking turns (part of bench-adapter).
 bench-discovery: venv cluster-tools

@@ -301,3 +301,25 @@ def test_an_unknown_mode_is_refused_by_the_schema() -> None:
     out = helm("template", "r", str(CHART), URL, "--set=controller.mode=activ", check=False)
     assert out.returncode != 0
     assert "mode" in out.stderr
+
+
+def test_upstreams_go_into_the_rule_file_and_grant_the_adapter_read_on_the_metrics_apis() -> None:
+    up = '--set-json=rules.upstreams=[{"name":"keda","url":"https://keda.keda.svc","external":["^s0-.*$"]}]'
+    docs = render(URL, up)
+    (rules,) = [c for c in of_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-rules")]
+    parsed = yaml.safe_load(rules["data"]["config.yaml"])
+    assert parsed["upstreams"] == [{"name": "keda", "url": "https://keda.keda.svc", "external": ["^s0-.*$"]}]
+    from adapter.config import parse_config
+
+    assert parse_config(rules["data"]["config.yaml"]).upstreams[0].name == "keda"  # the adapter reads it
+    role = next(r for r in of_kind(docs, "ClusterRole") if r["metadata"]["name"].endswith("upstream-reader"))
+    assert role["rules"] == [
+        {
+            "apiGroups": ["custom.metrics.k8s.io", "external.metrics.k8s.io"],
+            "resources": ["*"],
+            "verbs": ["get", "list"],
+        }
+    ]
+    assert not [
+        r for r in of_kind(render(URL), "ClusterRole") if r["metadata"]["name"].endswith("upstream-reader")
+    ]
