@@ -12,38 +12,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from shared.durations import DurationError, parse_duration
+from shared.cliflags import add_runtime_flags, add_tls_flags, duration, port, port_or_zero
 from shared.version import promhpa_version
 
 from . import compat
 from .prometheus import PrometheusSettings
 from .rules_webhook import WEBHOOK_PATH
 
-
-def _duration(text: str) -> timedelta:
-    try:
-        return parse_duration(text)
-    except DurationError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
 LOG_LEVELS = ("debug", "info", "warning", "error")
-
-
-def port(text: str) -> int:
-    """A TCP port, 1-65535: a typo is a usage error, not a bind failure at start-up."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port (1-65535)")
-    return value
-
-
-def port_or_zero(text: str) -> int:
-    """A port, or 0 (off, or any free port: each flag says which)."""
-    return 0 if text.strip() == "0" else port(text)
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -96,7 +72,7 @@ def prometheus_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--prometheus-timeout",
-        type=_duration,
+        type=duration,
         default=timedelta(seconds=10),
         help="deadline of each Prometheus call, retry included (default 10s): past it the request "
         "gets a 504 Timeout Status; keep it below the HPA controller's metrics timeout",
@@ -169,7 +145,7 @@ def check_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("config", help="the rule file (prometheus-adapter format)")
     p.add_argument("--prometheus-url", help="Prometheus to discover series from")
-    p.add_argument("--metrics-max-age", type=_duration, default=timedelta(minutes=10))
+    p.add_argument("--metrics-max-age", type=duration, default=timedelta(minutes=10))
     p.add_argument(
         "--kubeconfig",
         help="check every resource a rule names against this cluster's API discovery "
@@ -207,33 +183,33 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--config-reload-interval",
-        type=_duration,
+        type=duration,
         default=timedelta(seconds=10),
         help="how often the rule file is checked for changes (default 10s; 0 disables): a valid "
         "change is served without a restart, an invalid one is refused and the old rules kept",
     )
     p.add_argument(
         "--metrics-relist-interval",
-        type=_duration,
+        type=duration,
         default=timedelta(minutes=10),
         help="how often to rediscover series (default 10m; unknown metrics are also looked up on demand)",
     )
     p.add_argument(
         "--metrics-max-age",
-        type=_duration,
+        type=duration,
         default=None,
         help="how far back discovery looks for series (default: the relist interval)",
     )
     p.add_argument(
         "--upstream-discovery-interval",
-        type=_duration,
+        type=duration,
         default=timedelta(seconds=30),
         help="how often each upstream metrics server's resource lists are read for discovery and "
         "/readyz (default 30s; requests are routed by the rule file's patterns, not by this)",
     )
     p.add_argument(
         "--query-cache-ttl",
-        type=_duration,
+        type=duration,
         default=timedelta(seconds=5),
         help="how long query results are reused (default 5s; 0 disables)",
     )
@@ -261,27 +237,7 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         default=400,
         help="API requests handled at once; more get 429 with Retry-After (default 400; 0: no limit)",
     )
-    p.add_argument(
-        "--shutdown-grace-period",
-        type=_duration,
-        default=timedelta(seconds=20),
-        help="on SIGTERM, how long requests in flight may take to finish before their connections "
-        "are closed (default 20s; keep it below the pod's terminationGracePeriodSeconds, 30s)",
-    )
-    p.add_argument(
-        "--informer-stale-after",
-        type=_duration,
-        default=timedelta(minutes=3),
-        help="/readyz fails while a started object informer has heard nothing from the API server "
-        "(no list, watch or event) for this long (default 3m)",
-    )
-    p.add_argument(
-        "--informer-watch-idle-timeout",
-        type=_duration,
-        default=timedelta(seconds=90),
-        help="a watch that delivers nothing, not even a bookmark (the API server sends one about "
-        "every minute), for this long is re-established (default 90s)",
-    )
+    add_runtime_flags(p, "requests in flight may take to finish before their connections are closed")
     p.add_argument(
         "--rules-webhook",
         action="store_true",
@@ -317,7 +273,7 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--rules-webhook-timeout",
-        type=_duration,
+        type=duration,
         default=timedelta(seconds=8),
         help="how long one review may query Prometheus before its verdict is given without them "
         "(default 8s; keep it below the webhook's timeoutSeconds, 10s)",
@@ -329,19 +285,7 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         help="reviews that query Prometheus at once (default 4); a review past that is checked "
         "offline at once and admitted with a warning, never queued behind slower ones",
     )
-    p.add_argument("--tls-cert-file", help="serving certificate (PEM); self-signed in --cert-dir if omitted")
-    p.add_argument("--tls-private-key-file", help="the serving certificate's key (PEM)")
-    p.add_argument(
-        "--cert-dir",
-        default="apiserver.local.config/certificates",
-        help="where the self-signed certificate goes when none is given",
-    )
-    p.add_argument(
-        "--cert-dns-name",
-        action="append",
-        default=[],
-        help="DNS name for the self-signed certificate, e.g. promhpa-adapter.monitoring.svc (repeatable)",
-    )
+    add_tls_flags(p, "apiserver.local.config/certificates", "promhpa-adapter.monitoring.svc")
     p.add_argument(
         "--insecure-skip-auth",
         action="store_true",
@@ -352,7 +296,7 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--auth-cache-ttl",
-        type=_duration,
+        type=duration,
         default=timedelta(seconds=10),
         help="how long TokenReview and SubjectAccessReview answers are reused (default 10s)",
     )

@@ -20,7 +20,7 @@ from controller.engine.explain import explain
 from controller.engine.gates import GateError, parse_gates
 from controller.engine.model import FeatureGates, History, Settings
 from controller.snapshot_files import SnapshotFileError, load_documents
-from shared.durations import DurationError, parse_duration
+from shared.cliflags import add_runtime_flags, add_tls_flags, duration, port_or_zero
 from shared.kube.errors import KubeError
 from shared.version import promhpa_version
 
@@ -76,23 +76,6 @@ def _report(name: str, message: str, explaining: bool) -> None:
         print(json.dumps({"error": f"{name}: {message}"}))
 
 
-def _duration(text: str) -> timedelta:
-    try:
-        return parse_duration(text)
-    except DurationError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port (1-65535; 0: any free port)")
-    return value
-
-
 def _paths(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
 
@@ -122,16 +105,16 @@ def _settings(a: argparse.Namespace) -> Settings:
 
 def _live_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, then ~/.kube/config)")
-    p.add_argument("--horizontal-pod-autoscaler-sync-period", type=_duration, default=timedelta(seconds=15))
+    p.add_argument("--horizontal-pod-autoscaler-sync-period", type=duration, default=timedelta(seconds=15))
     p.add_argument("--horizontal-pod-autoscaler-tolerance", type=float, default=0.1)
     p.add_argument(
-        "--horizontal-pod-autoscaler-downscale-stabilization", type=_duration, default=timedelta(minutes=5)
+        "--horizontal-pod-autoscaler-downscale-stabilization", type=duration, default=timedelta(minutes=5)
     )
     p.add_argument(
-        "--horizontal-pod-autoscaler-cpu-initialization-period", type=_duration, default=timedelta(minutes=5)
+        "--horizontal-pod-autoscaler-cpu-initialization-period", type=duration, default=timedelta(minutes=5)
     )
     p.add_argument(
-        "--horizontal-pod-autoscaler-initial-readiness-delay", type=_duration, default=timedelta(seconds=30)
+        "--horizontal-pod-autoscaler-initial-readiness-delay", type=duration, default=timedelta(seconds=30)
     )
     p.add_argument(
         "--feature-gates",
@@ -327,32 +310,32 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--leader-elect-resource-name", default="promhpa-controller")
     r.add_argument(
         "--leader-elect-lease-duration",
-        type=_duration,
+        type=duration,
         default=timedelta(seconds=15),
         help="how long a standby waits after the leader's last renewal before taking over (default 15s)",
     )
     r.add_argument(
         "--leader-elect-renew-deadline",
-        type=_duration,
+        type=duration,
         default=timedelta(seconds=10),
         help="the leader stops writing once its last successful renewal is this old (default 10s)",
     )
     r.add_argument(
         "--leader-elect-retry-period",
-        type=_duration,
+        type=duration,
         default=timedelta(seconds=2),
         help="how often the Lease is renewed or tried (default 2s)",
     )
     r.add_argument(
         "--metrics-timeout",
-        type=_duration,
+        type=duration,
         default=timedelta(seconds=15),
         help="timeout of each read from the metrics APIs (default 15s, above the adapter's 10s "
         "Prometheus deadline): an overloaded adapter slows a reconcile, never stalls it",
     )
     r.add_argument(
         "--second-writer-quiet-period",
-        type=_duration,
+        type=duration,
         default=timedelta(minutes=5),
         help="when another controller writes an HPA's scale or status, promhpa stops writing that "
         "HPA and resumes only after the other has been quiet this long while the HPA needed a "
@@ -372,27 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=30,
         help="requests a client may send at once before --kube-api-qps paces it (default 30)",
     )
-    r.add_argument(
-        "--shutdown-grace-period",
-        type=_duration,
-        default=timedelta(seconds=20),
-        help="on SIGTERM, how long the reconciles under way may take to finish before they are "
-        "cancelled (default 20s; keep it below the pod's terminationGracePeriodSeconds, 30s)",
-    )
-    r.add_argument(
-        "--informer-stale-after",
-        type=_duration,
-        default=timedelta(minutes=3),
-        help="/readyz fails while an informer has heard nothing from the API server for this long "
-        "(default 3m)",
-    )
-    r.add_argument(
-        "--informer-watch-idle-timeout",
-        type=_duration,
-        default=timedelta(seconds=90),
-        help="a watch that delivers nothing, not even a bookmark, for this long is re-established "
-        "(default 90s)",
-    )
+    add_runtime_flags(r, "the reconciles under way may take to finish before they are cancelled")
     r.add_argument(
         "--bind-address",
         default="0.0.0.0",
@@ -402,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--secure-port",
         "--port",
         dest="port",
-        type=_port,
+        type=port_or_zero,
         default=10258,
         help="HTTPS port of the endpoints (default 10258); --port is the same flag's older name",
     )
@@ -420,19 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve the endpoints without authentication or authorization (local use; loopback only)",
     )
-    r.add_argument("--tls-cert-file", help="serving certificate (PEM); self-signed in --cert-dir if omitted")
-    r.add_argument("--tls-private-key-file", help="the serving certificate's key (PEM)")
-    r.add_argument(
-        "--cert-dir",
-        default="controller.local.config/certificates",
-        help="where the self-signed certificate goes when none is given",
-    )
-    r.add_argument(
-        "--cert-dns-name",
-        action="append",
-        default=[],
-        help="DNS name for the self-signed certificate (repeatable)",
-    )
+    add_tls_flags(r, "controller.local.config/certificates", "promhpa-controller.promhpa.svc")
     r.add_argument("--log-format", choices=("json", "console"), default="json")
     r.add_argument("--log-level", default="info")
     r.set_defaults(func=cmd_run)

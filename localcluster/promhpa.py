@@ -179,7 +179,11 @@ def controller_get_json(kubeconfig: Path, port: int, path: str) -> Any:
 
 
 def start_prometheus_adapter(
-    cluster: Cluster, directory: Path, prometheus_url: str, config: str, dns_name: str = "prometheus-adapter.local"
+    cluster: Cluster,
+    directory: Path,
+    prometheus_url: str,
+    config: str,
+    dns_name: str = "prometheus-adapter.local",
 ) -> AdapterProcess:
     """prometheus-adapter v0.12.0 on loopback (built by ``make cluster-tools``), its
     authentication and authorization delegated to the cluster, as a cluster would run it."""

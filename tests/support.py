@@ -42,9 +42,11 @@ __all__ = [
     "Exporter",
     "PrometheusProcess",
     "Recorder",
+    "apply_items",
     "controller_get",
     "controller_get_json",
     "cpu_deployment",
+    "external_metric_app",
     "external_rules",
     "free_port",
     "insecure_tls",
@@ -63,6 +65,67 @@ __all__ = [
     "wait_http",
     "wait_until",
 ]
+
+
+def external_metric_app(
+    namespace: str,
+    name: str,
+    metric: str,
+    *,
+    labels: dict[str, str],
+    replicas: int = 1,
+    min_replicas: int = 1,
+    max_replicas: int = 5,
+    average_value: str = "10",
+    selector: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """A Deployment of kwok pods and an HPA (``labels``) on one External metric's average."""
+    metric_ref: dict[str, Any] = {"name": metric}
+    if selector:
+        metric_ref["selector"] = {"matchLabels": selector}
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
+                },
+            },
+        },
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                "minReplicas": min_replicas,
+                "maxReplicas": max_replicas,
+                "metrics": [
+                    {
+                        "type": "External",
+                        "external": {
+                            "metric": metric_ref,
+                            "target": {"type": "AverageValue", "averageValue": average_value},
+                        },
+                    }
+                ],
+            },
+        },
+    ]
+
+
+def apply_items(cluster: Any, items: list[dict[str, Any]]) -> None:
+    """``kubectl apply`` a list of manifests in one call."""
+    import json
+
+    cluster.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    )
 
 
 def leader_identity(log: Path) -> str:

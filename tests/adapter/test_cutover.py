@@ -26,6 +26,7 @@ from shared.tls import self_signed
 from tests.support import (
     Exporter,
     PrometheusProcess,
+    external_metric_app,
     external_rules,
     free_port,
     prometheus_adapter_binary,
@@ -100,43 +101,8 @@ def test_cutover_from_prometheus_adapter_loses_no_read(
         wait_until(lambda: cluster.kubectl("get", "--raw", PATH, check=False).returncode == 0, timeout=60,
                    what="prometheus-adapter serving through the aggregator")  # fmt: skip
         reader.start()
-        apply(
-            cluster,
-            [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "Deployment",
-                    "metadata": {"name": "cut", "namespace": NS},
-                    "spec": {
-                        "replicas": 1,
-                        "selector": {"matchLabels": {"app": "cut"}},
-                        "template": {
-                            "metadata": {"labels": {"app": "cut"}},
-                            "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
-                        },
-                    },
-                },
-                {
-                    "apiVersion": "autoscaling/v2",
-                    "kind": "HorizontalPodAutoscaler",
-                    "metadata": {"name": "cut", "namespace": NS, "labels": {"cutover": "true"}},
-                    "spec": {
-                        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "cut"},
-                        "minReplicas": 1,
-                        "maxReplicas": 4,
-                        "metrics": [
-                            {
-                                "type": "External",
-                                "external": {
-                                    "metric": {"name": METRIC},
-                                    "target": {"type": "AverageValue", "averageValue": "100"},
-                                },
-                            }
-                        ],
-                    },
-                },
-            ],
-        )
+        apply(cluster, external_metric_app(NS, "cut", METRIC, labels={"cutover": "true"}, max_replicas=4,
+                                           average_value="100"))  # fmt: skip
         controller = start_controller_process(
             cluster.kubeconfig, tmp_path / "controller.log", "--hpa-selector=cutover",
             "--horizontal-pod-autoscaler-sync-period=1s", "--log-format=console",

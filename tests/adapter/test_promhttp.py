@@ -10,6 +10,7 @@ loopback that writes exactly those bytes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import time
@@ -301,3 +302,67 @@ def test_a_non_200_answer_comes_back_with_its_body(prometheus: PrometheusProcess
 )
 def test_form_encoding_is_urllibs(params: dict[str, str]) -> None:
     assert form_encode(params) == urllib.parse.urlencode(params)
+
+
+def accepted_connections(prometheus: PrometheusProcess) -> float:
+    """Connections Prometheus' HTTP listener has accepted so far (its own count)."""
+    with urllib.request.urlopen(f"{prometheus.url}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith('net_conntrack_listener_conn_accepted_total{listener_name="http"}')
+    )
+
+
+def test_connections_to_one_backend_are_bounded(exporter: Exporter, prometheus: PrometheusProcess) -> None:
+    """50 distinct queries at once with --prometheus-max-connections=2: every one is answered,
+    over at most 2 new connections, as Prometheus itself counts them."""
+    exporter.set('promhttp_bound{namespace="p"}', 1)
+    wait_until(lambda: prometheus.query("promhttp_bound") != [], what="scrape")
+    origin = Origin.of(prometheus.url)
+
+    async def go() -> list[int]:
+        async with Connections(max_per_origin=2) as c:
+            answers = await asyncio.gather(
+                *(c.request(origin, "GET", f"/api/v1/query?query=promhttp_bound%2B{i}", {}, timeout=30)
+                  for i in range(50))
+            )  # fmt: skip
+            return [status for status, _ in answers]
+
+    before = accepted_connections(prometheus)
+    statuses = asyncio.run(go())
+    opened = accepted_connections(prometheus) - before - 1  # the count's own scrape is one
+    assert statuses == [200] * 50
+    assert 1 <= opened <= 2, f"{opened:g} connections opened"
+
+
+def test_waiting_for_a_free_connection_counts_against_the_deadline(
+    exporter: Exporter, prometheus: PrometheusProcess
+) -> None:
+    """One slot, held by a query whose answer never comes (a frozen link): the next query
+    fails at its own deadline instead of waiting for the slot forever."""
+    from tests.netproxy import Proxy
+
+    proxy = Proxy(int(prometheus.url.rsplit(":", 1)[1]))
+    proxy.freeze()
+    origin = Origin.of(f"http://127.0.0.1:{proxy.port}")
+
+    async def go() -> float:
+        async with Connections(max_per_origin=1) as c:
+            hung = asyncio.create_task(c.request(origin, "GET", "/api/v1/query?query=1", {}, timeout=10))
+            await asyncio.sleep(0.2)
+            t0 = time.monotonic()
+            with pytest.raises(TimeoutError):
+                await c.request(origin, "GET", "/api/v1/query?query=2", {}, timeout=1.0)
+            took = time.monotonic() - t0
+            hung.cancel()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await hung
+            return took
+
+    try:
+        took = asyncio.run(go())
+    finally:
+        proxy.close()
+    assert 0.9 < took < 1.5 * 1.0

@@ -25,6 +25,8 @@ from tests.support import (
     AdapterProcess,
     Exporter,
     PrometheusProcess,
+    apply_items,
+    external_metric_app,
     external_rules,
     insecure_tls,
     prometheus_adapter_binary,
@@ -163,44 +165,8 @@ def test_an_hpa_on_each_providers_metric_scales(
 ) -> None:
     objs: list[dict[str, Any]] = []
     for prefix in ("ph", "pa"):
-        name = f"{prefix}-app"
-        objs.append(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": name, "namespace": NS},
-                "spec": {
-                    "replicas": 1,
-                    "selector": {"matchLabels": {"app": name}},
-                    "template": {
-                        "metadata": {"labels": {"app": name}},
-                        "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
-                    },
-                },
-            }
-        )
-        objs.append(
-            {
-                "apiVersion": "autoscaling/v2",
-                "kind": "HorizontalPodAutoscaler",
-                "metadata": {"name": name, "namespace": NS, "labels": {"mux": "true"}},
-                "spec": {
-                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-                    "minReplicas": 1,
-                    "maxReplicas": 5,
-                    "metrics": [
-                        {
-                            "type": "External",
-                            "external": {
-                                "metric": {"name": f"{prefix}_queue_depth"},
-                                "target": {"type": "AverageValue", "averageValue": "10"},
-                            },
-                        }
-                    ],
-                },
-            }
-        )
-    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+        objs += external_metric_app(NS, f"{prefix}-app", f"{prefix}_queue_depth", labels={"mux": "true"})
+    apply_items(cluster, objs)
     for prefix in ("ph", "pa"):
         exporter.set(f'{prefix}_queue_depth{{namespace="{NS}",queue="q"}}', 30)  # 30 / 10 per pod: 3 pods
     controller = start_controller_process(

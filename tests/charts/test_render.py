@@ -323,3 +323,21 @@ def test_upstreams_go_into_the_rule_file_and_grant_the_adapter_read_on_the_metri
     assert not [
         r for r in of_kind(render(URL), "ClusterRole") if r["metadata"]["name"].endswith("upstream-reader")
     ]
+
+
+def test_both_service_monitors_scrape_over_tls_with_the_token_and_only_metrics_is_granted() -> None:
+    docs = render("-f", str(CHART / "ci" / "service-monitor-values.yaml"))
+    monitors = {m["metadata"]["name"]: m for m in of_kind(docs, "ServiceMonitor")}
+    assert len(monitors) == 2
+    for m in monitors.values():
+        (endpoint,) = m["spec"]["endpoints"]
+        assert endpoint["scheme"] == "https"
+        assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    reader = next(r for r in of_kind(docs, "ClusterRole") if r["metadata"]["name"].endswith("metrics-reader"))
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]  # not /debug/*
+    controller = next(d for d in of_kind(docs, "Deployment") if d["metadata"]["name"].endswith("controller"))
+    c = controller["spec"]["template"]["spec"]["containers"][0]
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics", "scheme": "HTTPS"}
+    assert "--kube-api-qps=20" in c["args"]
+    assert controller["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 30
+    assert "--shutdown-grace-period=20s" in c["args"]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from localcluster import Cluster
-from tests.support import start_controller_process, stop_process, wait_until
+from tests.support import external_metric_app, start_controller_process, stop_process, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -39,42 +39,10 @@ def scale_calls(cluster: Cluster) -> float:
 def objects() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}]
     for i in range(HPAS):
-        name = f"app-{i}"
-        out.append(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": name, "namespace": NS},
-                "spec": {
-                    "replicas": 0,
-                    "selector": {"matchLabels": {"app": name}},
-                    "template": {
-                        "metadata": {"labels": {"app": name}},
-                        "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
-                    },
-                },
-            }
-        )
-        out.append(
-            {
-                "apiVersion": "autoscaling/v2",
-                "kind": "HorizontalPodAutoscaler",
-                "metadata": {"name": name, "namespace": NS, "labels": {"ratelimit": "true"}},
-                "spec": {
-                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-                    "minReplicas": 1,
-                    "maxReplicas": 3,
-                    "metrics": [
-                        {
-                            "type": "External",
-                            "external": {
-                                "metric": {"name": "ratelimit_queue"},
-                                "target": {"type": "AverageValue", "averageValue": "10"},
-                            },
-                        }
-                    ],
-                },
-            }
+        # 0 replicas: every reconcile reads the scale, and nothing else is asked of the API
+        labels = {"ratelimit": "true"}
+        out += external_metric_app(
+            NS, f"app-{i}", "ratelimit_queue", labels=labels, replicas=0, max_replicas=3
         )
     return out
 

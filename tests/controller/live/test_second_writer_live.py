@@ -27,6 +27,7 @@ from tests.support import (
     PrometheusProcess,
     controller_get,
     controller_get_json,
+    external_metric_app,
     free_port,
     prefixed_rules,
     register_and_start_adapter,
@@ -62,45 +63,8 @@ def adapter(
 def objects() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}]
     for name in HPAS:
-        out.append(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": name, "namespace": NS},
-                "spec": {
-                    "replicas": 2,
-                    "selector": {"matchLabels": {"app": name}},
-                    "template": {
-                        "metadata": {"labels": {"app": name}},
-                        "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
-                    },
-                },
-            }
-        )
-        out.append(
-            {
-                "apiVersion": "autoscaling/v2",
-                "kind": "HorizontalPodAutoscaler",
-                "metadata": {"name": name, "namespace": NS, "labels": {"second-writer": "true"}},
-                "spec": {
-                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-                    "minReplicas": 1,
-                    "maxReplicas": 6,
-                    "metrics": [
-                        {
-                            "type": "External",
-                            "external": {
-                                "metric": {
-                                    "name": "sw_queue_depth",
-                                    "selector": {"matchLabels": {"queue": name}},
-                                },
-                                "target": {"type": "AverageValue", "averageValue": "5"},
-                            },
-                        }
-                    ],
-                },
-            }
-        )
+        out += external_metric_app(NS, name, "sw_queue_depth", labels={"second-writer": "true"}, replicas=2,
+                                   max_replicas=6, average_value="5", selector={"queue": name})  # fmt: skip
     return out
 
 

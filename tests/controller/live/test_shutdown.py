@@ -23,7 +23,13 @@ import pytest
 
 from localcluster import Cluster, free_port
 from localcluster.promhpa import AS_PID_1, namespace_init
-from tests.support import leader_identity, start_controller_process, stop_process, wait_until
+from tests.support import (
+    external_metric_app,
+    leader_identity,
+    start_controller_process,
+    stop_process,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -36,43 +42,8 @@ RETRY = 2.0
 def _objects(n: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}]
     for i in range(n):
-        name = f"app-{i}"
-        out.append(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": name, "namespace": NS},
-                "spec": {
-                    "replicas": 1,
-                    "selector": {"matchLabels": {"app": name}},
-                    "template": {
-                        "metadata": {"labels": {"app": name}},
-                        "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]},
-                    },
-                },
-            }
-        )
-        out.append(
-            {
-                "apiVersion": "autoscaling/v2",
-                "kind": "HorizontalPodAutoscaler",
-                "metadata": {"name": name, "namespace": NS, "labels": {"shutdown": "true"}},
-                "spec": {
-                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-                    "minReplicas": 1,
-                    "maxReplicas": 3,
-                    "metrics": [
-                        {
-                            "type": "External",
-                            "external": {
-                                "metric": {"name": "shutdown_queue_depth"},
-                                "target": {"type": "AverageValue", "averageValue": "10"},
-                            },
-                        }
-                    ],
-                },
-            }
-        )
+        out += external_metric_app(NS, f"app-{i}", "shutdown_queue_depth", labels={"shutdown": "true"},
+                                   max_replicas=3)  # fmt: skip
     return out
 
 

@@ -1,0 +1,75 @@
+"""Command-line pieces both processes share: value types, and the flags of their runtime
+(stopping, informers, the serving certificate), so both spell and check them alike."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import timedelta
+
+from shared.durations import DurationError, parse_duration
+
+
+def duration(text: str) -> timedelta:
+    """A Go duration ('90s', '5m'): a usage error names what is wrong."""
+    try:
+        return parse_duration(text)
+    except DurationError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def port(text: str) -> int:
+    """A TCP port, 1-65535: a typo is a usage error, not a bind failure at start-up."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (1-65535)")
+    return value
+
+
+def port_or_zero(text: str) -> int:
+    """A port, or 0 (off, or any free port: each flag says which)."""
+    return 0 if text.strip() == "0" else port(text)
+
+
+def add_runtime_flags(p: argparse.ArgumentParser, drains: str) -> None:
+    """--shutdown-grace-period (``drains``: what finishes within it) and the informers' bounds."""
+    p.add_argument(
+        "--shutdown-grace-period",
+        type=duration,
+        default=timedelta(seconds=20),
+        help=f"on SIGTERM, how long {drains} (default 20s; keep it below the pod's "
+        "terminationGracePeriodSeconds, 30s)",
+    )
+    p.add_argument(
+        "--informer-stale-after",
+        type=duration,
+        default=timedelta(minutes=3),
+        help="/readyz fails while a started informer has heard nothing from the API server (no list, "
+        "watch or event) for this long (default 3m)",
+    )
+    p.add_argument(
+        "--informer-watch-idle-timeout",
+        type=duration,
+        default=timedelta(seconds=90),
+        help="a watch that delivers nothing, not even a bookmark (the API server sends one about "
+        "every minute), for this long is re-established (default 90s)",
+    )
+
+
+def add_tls_flags(p: argparse.ArgumentParser, cert_dir: str, example_name: str) -> None:
+    """The serving certificate: given, or self-signed into --cert-dir."""
+    p.add_argument("--tls-cert-file", help="serving certificate (PEM); self-signed in --cert-dir if omitted")
+    p.add_argument("--tls-private-key-file", help="the serving certificate's key (PEM)")
+    p.add_argument(
+        "--cert-dir",
+        default=cert_dir,
+        help=f"where the self-signed certificate goes when none is given (default {cert_dir})",
+    )
+    p.add_argument(
+        "--cert-dns-name",
+        action="append",
+        default=[],
+        help=f"DNS name for the self-signed certificate, e.g. {example_name} (repeatable)",
+    )
