@@ -14,7 +14,7 @@ set -euo pipefail
 
 # One place for the versions (hack/versions.env); the environment overrides each.
 _env=()
-for v in K8S_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION PROMETHEUS_VERSION THANOS_VERSION THANOS_GO PROMETHEUS_ADAPTER_VERSION; do
+for v in K8S_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION PROMETHEUS_VERSION THANOS_VERSION THANOS_GO PROMETHEUS_ADAPTER_VERSION KEDA_VERSION; do
   if [[ -n "${!v:-}" ]]; then _env+=("$v=${!v}"); fi
 done
 # shellcheck source=versions.env
@@ -212,6 +212,30 @@ build_differential() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# KEDA's operator and metrics server, and its CRDs from the same module zip. Its go.mod
+# replaces one dependency with another version (not a local path), which `go install`
+# refuses: a wrapper module carries the same replace lines.
+build_keda() {
+  local w="$CACHE/work/keda-$KEDA_VERSION" out="$CACHE/bin/keda-$KEDA_VERSION" json dir gomod
+  rm -rf "$w"; mkdir -p "$w"
+  json=$(go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION")
+  dir=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  gomod=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+  {
+    echo "module promhpa.local/keda"; echo
+    grep -E '^go [0-9]' "$gomod" | head -1; echo
+    echo "require github.com/kedacore/keda/v2 $KEDA_VERSION"; echo
+    grep -E '^replace ' "$gomod" || true
+  } > "$w/go.mod"
+  echo 'package wrapper' > "$w/doc.go"
+  mkdir -p "$out.tmp/crds"
+  (cd "$w" && go build -trimpath -ldflags "-s -w" -o "$out.tmp/" \
+      github.com/kedacore/keda/v2/cmd/adapter github.com/kedacore/keda/v2/cmd/operator)
+  cp "$dir"/config/crd/bases/*.yaml "$out.tmp/crds/"
+  chmod -R u+w "$out.tmp"
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 mkdir -p "$CACHE/bin" "$CACHE/work"
 only=${1:-all}
 [[ $only == all || $only == prometheus ]] && step "prometheus (Debian)" "$CACHE/bin/prometheus-debian/prometheus" get_prometheus
@@ -224,6 +248,7 @@ only=${1:-all}
 # prometheus-adapter: the upstream the multiplexing and migration tests forward to, and the
 # incumbent the benchmarks run beside us
 [[ $only == all || $only == bench || $only == prometheus-adapter ]] && step "prometheus-adapter $PROMETHEUS_ADAPTER_VERSION" "$CACHE/bin/prometheus-adapter-$PROMETHEUS_ADAPTER_VERSION/adapter" build_prometheus_adapter
+[[ $only == all || $only == keda ]] && step "keda $KEDA_VERSION (operator, metrics server)" "$CACHE/bin/keda-$KEDA_VERSION/operator" build_keda
 # only for the benchmarks (make bench-adapter / bench-controller), not the tests
 [[ $only == bench || $only == loadgen ]] && step "loadgen (benchmarks/loadgen)" "$(loadgen_dir)/loadgen" build_loadgen
 [[ $only == all || $only == differential ]] && step "hpa-differential $K8S_VERSION (upstream's controller package)" "$CACHE/bin/hpa-differential-$K8S_VERSION/hpa-differential" build_differential

@@ -38,6 +38,7 @@ K8S_VERSION, ETCD_VERSION, KWOK_VERSION, HELM_VERSION, PROMETHEUS_VERSION = (
 )
 THANOS_VERSION = _V["THANOS_VERSION"]
 PROMETHEUS_ADAPTER_VERSION = _V["PROMETHEUS_ADAPTER_VERSION"]
+KEDA_VERSION = _V["KEDA_VERSION"]
 
 
 def prometheus_major() -> str:
@@ -68,7 +69,7 @@ def tools_cached() -> bool:
     """True when every binary is already built (so bring-up takes seconds, not a cold build)."""
     b = Binaries(cache_bin())
     names = ["etcd", "apiserver", "controller_manager", "scheduler", "kubectl", "kwok", "helm"]
-    names += ["prometheus2", "prometheus3", "thanos", "prometheus_adapter"]
+    names += ["prometheus2", "prometheus3", "thanos", "prometheus_adapter", "keda_operator"]
     return all(Path(getattr(b, n)).exists() for n in names)
 
 
@@ -99,7 +100,10 @@ class Binaries:
             "prometheus3": f"prometheus-{PROMETHEUS_VERSION}/prometheus",
             "differential": f"hpa-differential-{K8S_VERSION}/hpa-differential",
             "thanos": f"thanos-{THANOS_VERSION}/thanos",
-            "prometheus_adapter": f"prometheus-adapter-{PROMETHEUS_ADAPTER_VERSION}/adapter",  # benchmarks
+            "prometheus_adapter": f"prometheus-adapter-{PROMETHEUS_ADAPTER_VERSION}/adapter",
+            "keda_operator": f"keda-{KEDA_VERSION}/operator",
+            "keda_adapter": f"keda-{KEDA_VERSION}/adapter",
+            "keda_crds": f"keda-{KEDA_VERSION}/crds",
         }
         if name == "prometheus":  # the one the tests and the local cluster run
             name = f"prometheus{prometheus_major()}"

@@ -1,0 +1,156 @@
+"""Beside KEDA: a ScaledObject's HPA reads KEDA's metric through promhpa and is scaled by
+promhpa's controller.
+
+KEDA v2 (operator and metrics server, built from the Go module proxy by `make cluster-tools`)
+runs on the local control plane. promhpa owns the external metrics APIService and forwards
+KEDA's metric names (``s<trigger>-<scaler>``) to KEDA's metrics server; the HPA KEDA's
+operator created for the ScaledObject is reconciled by promhpa's controller.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcluster import Cluster
+from localcluster.keda import Keda, start_keda
+from tests.support import (
+    AdapterProcess,
+    Exporter,
+    PrometheusProcess,
+    apply_items,
+    external_rules,
+    missing,
+    register_and_start_adapter,
+    start_controller_process,
+    stop_adapter,
+    stop_process,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+NS = "keda-app"
+METRIC_PATH = (
+    f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NS}/s0-prometheus"
+    "?labelSelector=scaledobject.keda.sh%2Fname%3Dkapp"
+)
+
+
+@pytest.fixture(scope="module")
+def keda(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keda]:
+    from localcluster.tools import Binaries, cache_bin
+
+    if not Path(Binaries(cache_bin()).keda_operator).exists():
+        missing("KEDA is not built: run `make cluster-tools`")
+    k = start_keda(cluster, tmp_path_factory.mktemp("keda"))
+    yield k
+    k.stop()
+
+
+@pytest.fixture(scope="module")
+def promhpa(
+    cluster: Cluster, keda: Keda, prometheus: PrometheusProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AdapterProcess]:
+    work = tmp_path_factory.mktemp("promhpa-keda")
+    cluster.kubectl("create", "namespace", "promhpa", check=False)
+    cluster.kubectl("-n", "promhpa", "create", "serviceaccount", "promhpa-adapter", check=False)
+    token = cluster.kubectl(
+        "-n", "promhpa", "create", "token", "promhpa-adapter", "--duration=1h"
+    ).stdout.strip()
+    (work / "token").write_text(token)
+    rbac = "rbac.authorization.k8s.io"
+    role = {"apiGroup": rbac, "kind": "ClusterRole", "name": "keda-forwarding"}
+    apply_items(cluster, [
+        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": {"name": "keda-forwarding"},
+         "rules": [{"apiGroups": ["external.metrics.k8s.io"], "resources": ["*"], "verbs": ["get", "list"]}]},
+        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "keda-forwarding"},
+         "roleRef": role,
+         "subjects": [{"kind": "ServiceAccount", "name": "promhpa-adapter", "namespace": "promhpa"}]},
+    ])  # fmt: skip
+    rules = (
+        external_rules("keda_own_queue", by="")
+        + f"""
+upstreams:
+- name: keda
+  url: {keda.url}
+  insecureSkipTLSVerify: true
+  bearerTokenFile: {work / "token"}
+  external: ['^s[0-9]+-.*$']
+"""
+    )
+    a = register_and_start_adapter(cluster, prometheus, work, rules)
+    yield a
+    stop_adapter(a)
+
+
+def scaled_object(prometheus_url: str) -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "kapp", "namespace": NS},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "kapp"}},
+                     "template": {"metadata": {"labels": {"app": "kapp"}},
+                                  "spec": {"containers": [{"name": "c", "image": "example.invalid/x"}]}}},
+        },
+        {
+            "apiVersion": "keda.sh/v1alpha1",
+            "kind": "ScaledObject",
+            "metadata": {"name": "kapp", "namespace": NS},
+            "spec": {
+                "scaleTargetRef": {"name": "kapp"}, "pollingInterval": 5,
+                "minReplicaCount": 1, "maxReplicaCount": 5,
+                "triggers": [{"type": "prometheus", "metadata": {
+                    "serverAddress": prometheus_url, "query": f'sum(keda_queue_depth{{namespace="{NS}"}})',
+                    "threshold": "10"}}],
+            },
+        },
+    ]  # fmt: skip
+
+
+def test_a_scaled_objects_hpa_reads_kedas_metric_through_promhpa_and_promhpa_scales_it(
+    cluster: Cluster,
+    exporter: Exporter,
+    prometheus: PrometheusProcess,
+    promhpa: AdapterProcess,
+    tmp_path: Path,
+) -> None:
+    exporter.set(f'keda_queue_depth{{namespace="{NS}"}}', 30)  # 30 / 10 per replica: 3
+    wait_until(lambda: prometheus.query("keda_queue_depth") != [], what="scrape")
+    apply_items(cluster, scaled_object(prometheus.url))
+    wait_until(
+        lambda: cluster.kubectl("-n", NS, "get", "hpa", "keda-hpa-kapp", check=False).returncode == 0,
+        timeout=60,
+        what="KEDA's operator to create the ScaledObject's HPA",
+    )
+
+    def through_promhpa() -> str:
+        out = cluster.kubectl("get", "--raw", METRIC_PATH, check=False)
+        return str(json.loads(out.stdout)["items"][0]["value"]) if out.returncode == 0 else ""
+
+    wait_until(
+        lambda: through_promhpa() == "30", timeout=60, what="KEDA's metric through promhpa's APIService"
+    )
+    controller = start_controller_process(
+        cluster.kubeconfig, tmp_path / "controller.log", "--hpa-selector=scaledobject.keda.sh/name=kapp",
+        "--horizontal-pod-autoscaler-sync-period=1s", "--log-format=console",
+    )  # fmt: skip
+
+    def replicas() -> int:
+        out = cluster.kubectl("get", "--raw", f"/apis/apps/v1/namespaces/{NS}/deployments/kapp/scale")
+        return int(json.loads(out.stdout)["spec"]["replicas"])
+
+    try:
+        wait_until(lambda: replicas() == 3, timeout=90, what="promhpa's controller to scale kapp to 3")
+        hpa = json.loads(cluster.kubectl("-n", NS, "get", "hpa", "keda-hpa-kapp", "-o", "json").stdout)
+        conditions = {c["type"]: c["reason"] for c in hpa["status"]["conditions"]}
+        assert conditions["ScalingActive"] == "ValidMetricFound"
+        assert hpa["status"]["currentMetrics"][0]["external"]["metric"]["name"] == "s0-prometheus"
+    finally:
+        stop_process(controller)
+        cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
