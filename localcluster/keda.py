@@ -92,7 +92,7 @@ def start_keda(cluster: Cluster, directory: Path) -> Keda:
     cluster.kubectl("create", "namespace", KEDA_NAMESPACE, check=False)
     certs = directory / "certs"
     grpc_certificates(certs)
-    grpc, health, metrics, port = free_port(), free_port(), free_port(), free_port()
+    grpc, health, metrics, port, own_metrics = (free_port() for _ in range(5))
     env = {**os.environ, "KEDA_CLUSTER_OBJECT_NAMESPACE": KEDA_NAMESPACE, "POD_NAMESPACE": KEDA_NAMESPACE,
            "WATCH_NAMESPACE": ""}  # fmt: skip
     kubeconfig = str(cluster.kubeconfig)
@@ -116,7 +116,10 @@ def start_keda(cluster: Cluster, directory: Path) -> Keda:
          f"--authorization-kubeconfig={kubeconfig}", f"--lister-kubeconfig={kubeconfig}",
          "--bind-address=127.0.0.1", f"--secure-port={port}", f"--cert-dir={certs}",
          f"--tls-cert-file={certs / 'tls.crt'}", f"--tls-private-key-file={certs / 'tls.key'}",
-         f"--metrics-service-address=127.0.0.1:{grpc}", "--v=0"],
+         # its own /metrics: KEDA binds it on every address (no flag for the host); nothing here
+         # sends traffic to it
+         f"--metrics-service-address=127.0.0.1:{grpc}", f"--port={own_metrics}", "--profiling=false",
+         "--v=0"],
     )  # fmt: skip
     keda = Keda(operator, server, port, directory)
     try:

@@ -30,6 +30,32 @@ def _selector_text(ls: dict[str, Any] | None) -> str:
 CUSTOM = "custom.metrics.k8s.io"
 
 
+def answering(item: dict[str, Any], selector: dict[str, Any] | None) -> dict[str, Any]:
+    """An External item as the snapshot records it: labels that satisfy the query's selector.
+
+    Upstream counts every item the external metrics API returns for a query -- the server is
+    the judge of what the selector selects -- while a snapshot ties items to a query by their
+    ``metricLabels``. Servers that answer with no labels (KEDA: ``metricLabels: null``) would
+    then answer nothing offline, and the HPA would fail where upstream's scales. So each item
+    the server returned carries the labels the selector asks for (``matchLabels``, the first
+    value of an ``In``, an empty value for ``Exists``), and loses any a ``NotIn`` or
+    ``DoesNotExist`` forbids.
+    """
+    if not selector:
+        return item
+    labels = dict(item.get("metricLabels") or {})
+    labels.update({str(k): str(v) for k, v in (selector.get("matchLabels") or {}).items()})
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = str(e.get("key", "")), e.get("operator"), [str(v) for v in e.get("values") or []]
+        if op == "In" and labels.get(key) not in values and values:
+            labels[key] = values[0]
+        elif op == "Exists" and key not in labels:
+            labels[key] = ""
+        elif (op == "NotIn" and labels.get(key) in values) or op == "DoesNotExist":
+            labels.pop(key, None)
+    return {**item, "metricLabels": labels}
+
+
 async def _custom(
     kube: Kube, mapper: RESTMapper, path: str, query: list[tuple[str, str]], timeout: float
 ) -> list[dict[str, Any]]:
@@ -114,12 +140,13 @@ async def fetch(
                 out["customMetrics"] += await _custom(kube, mapper, path, q, timeout)
             elif kind == "External":
                 q = []
-                if sel := _selector_text((source.get("metric") or {}).get("selector")):
+                metric_selector = (source.get("metric") or {}).get("selector")
+                if sel := _selector_text(metric_selector):
                     q.append(("labelSelector", sel))
                 body = await kube.get(
                     f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{ns}/{quote(name)}", q, timeout
                 )
-                out["externalMetrics"] += list(body.get("items", []))
+                out["externalMetrics"] += [answering(i, metric_selector) for i in body.get("items", [])]
         except KubeError as e:
             message = e.message
             out["metricErrors"].append({"source": kind, "name": name, "message": message})
