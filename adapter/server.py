@@ -39,7 +39,7 @@ from shared.kube.client import load as load_kube
 from shared.kube.errors import KubeError
 from shared.lifecycle import stop_signals, until_stopped
 from shared.logging import configure
-from shared.tls import self_signed, server_context
+from shared.tls import server_context, serving_files
 
 from . import compat
 from .app import AUTHENTICATOR, PROVIDERS, AdapterMetrics, build_app, prometheus_session
@@ -235,10 +235,7 @@ class Adapter:
     async def listen(self, runner: web.AppRunner) -> web.TCPSite:
         """The secure port: our certificate, and the front proxy's CA for client certificates."""
         a = self.args
-        if a.tls_cert_file and a.tls_private_key_file:
-            cert, key = Path(a.tls_cert_file), Path(a.tls_private_key_file)
-        else:
-            cert, key = self_signed(Path(a.cert_dir), a.cert_dns_name)
+        cert, key = self._serving_files()
         try:
             ctx = server_context(cert, key, a.tls_cipher_suites, a.tls_min_version)
         except (OSError, ssl.SSLError) as e:
@@ -286,9 +283,7 @@ class Adapter:
 
     def _serving_files(self) -> tuple[Path, Path]:
         a = self.args
-        if a.tls_cert_file and a.tls_private_key_file:
-            return Path(a.tls_cert_file), Path(a.tls_private_key_file)
-        return self_signed(Path(a.cert_dir), a.cert_dns_name)
+        return serving_files(a.tls_cert_file, a.tls_private_key_file, a.cert_dir, a.cert_dns_name)
 
 
 async def _site(runner: web.AppRunner, host: str, port: int, ctx: ssl.SSLContext) -> web.TCPSite:

@@ -65,6 +65,15 @@ def self_signed(cert_dir: Path, dns_names: list[str]) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
+def serving_files(
+    cert_file: str | None, key_file: str | None, cert_dir: str, dns_names: list[str]
+) -> tuple[Path, Path]:
+    """The given certificate and key, or the self-signed pair in ``cert_dir``."""
+    if cert_file and key_file:
+        return Path(cert_file), Path(key_file)
+    return self_signed(Path(cert_dir), dns_names)
+
+
 def server_context(
     cert: Path, key: Path, ciphers: str | None = None, min_version: str | None = None
 ) -> ssl.SSLContext:

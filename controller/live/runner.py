@@ -26,7 +26,6 @@ import ssl
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 
 import structlog
 from aiohttp import web
@@ -39,7 +38,7 @@ from shared.kube.discovery import RESTMapper
 from shared.kube.errors import KubeError
 from shared.kube.informer import Informer
 from shared.lifecycle import stop_signals, until_stopped
-from shared.tls import self_signed, server_context
+from shared.tls import server_context, serving_files
 
 from .endpoints import OPEN_PATHS, Readiness, endpoints_app
 from .leader import LeaderElector
@@ -216,11 +215,9 @@ async def _serve_endpoints(
     opts: Options, kube: Kube, reconciler: Reconciler, metrics: ControllerMetrics, readiness: Readiness
 ) -> web.AppRunner:
     """The HTTPS endpoints; client certificates are verified against the cluster's client CA."""
-    if opts.tls_cert_file and opts.tls_key_file:
-        cert, key = Path(opts.tls_cert_file), Path(opts.tls_key_file)
-    else:
-        cert, key = self_signed(Path(opts.cert_dir), opts.cert_dns_names)
-    ctx = server_context(cert, key)
+    ctx = server_context(
+        *serving_files(opts.tls_cert_file, opts.tls_key_file, opts.cert_dir, opts.cert_dns_names)
+    )
     auth = None
     if not opts.insecure_skip_auth:
         auth = DelegatedAuth(kube)
