@@ -12,5 +12,8 @@ An aggregated API server in layers, each a module:
 * ``promapi`` is the interface to Prometheus; ``prometheus`` implements it with
   prometheus-api-client (threads, deadline, cache, coalescing).
 * ``objects`` resolves ``*`` + ``labelSelector`` through watch-backed informers.
-* ``check_config`` validates a rule file; ``__main__`` wires flags to all of the above.
+* ``upstreams`` forwards the metrics other providers serve (``upstream_config``).
+* ``check_config`` validates a rule file; ``flags`` is the command line; ``server`` is the
+  lifecycle (the app factory and its cleanup contexts, the listeners, the drain);
+  ``__main__`` dispatches.
 """

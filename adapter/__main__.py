@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # python -m adapter: SIGTERM handled first, then this module again
+    from shared.entry import adapter
+
+    adapter()
+
 import asyncio
 import sys
 from collections.abc import Sequence
@@ -73,7 +78,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     finally:
         resume_collection()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,6 @@
-import sys
+"""``python -m controller``: through ``shared.entry``, which handles SIGTERM before anything
+heavy is imported."""
 
-from controller.cli import main
+from shared.entry import controller
 
-sys.exit(main())
+controller()

@@ -83,5 +83,5 @@ def test_wheel_holds_every_package_and_both_commands(tmp_path: Path) -> None:
     assert not any(n.startswith(("tests/", "benchmarks/", "hack/")) for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "promhpa-adapter = adapter.__main__:main" in text
-    assert "promhpa-controller = controller.cli:main" in text
+    assert "promhpa-adapter = shared.entry:adapter" in text  # SIGTERM handled before the imports
+    assert "promhpa-controller = shared.entry:controller" in text

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import ssl
 import subprocess
@@ -158,3 +159,38 @@ def test_sigterm_before_the_first_discovery_stops_it(prometheus: PrometheusProce
     text = log.read_text()
     assert code == 0, text[-2000:]
     assert "Traceback" not in text
+
+
+def test_sigterm_while_the_program_is_still_importing_exits_0(
+    prometheus: PrometheusProcess, tmp_path: Path
+) -> None:
+    """The first act of each program is a SIGTERM handler (shared.entry): a signal that
+    arrives while the libraries are still being imported -- a second or more on a busy
+    node -- ends it with 0 instead of being ignored by process 1 (which would then go on to
+    serve until SIGKILL)."""
+    (tmp_path / "adapter.yaml").write_text(CONFIG)
+    log = tmp_path / "adapter.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [*AS_PID_1, sys.executable, "-X", "importtime", "-m", "adapter", "--insecure-skip-auth",
+             "--bind-address=127.0.0.1", "--secure-port=0", "--health-port=0",
+             f"--prometheus-url={prometheus.url}", f"--config={tmp_path / 'adapter.yaml'}",
+             f"--cert-dir={tmp_path / 'certs'}", "--log-format=console"],
+            stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+        )  # fmt: skip
+    try:
+        init = namespace_init(proc)
+        # -X importtime names each module as its import completes: aiohttp comes after the
+        # handler and long before the event loop's own handlers
+        wait_until(
+            lambda: re.search(r"\|\s+aiohttp", log.read_text()), timeout=30, what="the imports under way"
+        )
+        os.kill(init, signal.SIGTERM)
+        code = proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = log.read_text()
+    assert code == 0, text[-2000:]
+    assert "serving" not in text  # it ended there and then, not after starting up
