@@ -36,6 +36,7 @@ from tests.support import (
     insecure_tls,
     start_adapter,
     stop_adapter,
+    stop_process,
     wait_until,
 )
 
@@ -152,9 +153,7 @@ def test_sigterm_before_the_first_discovery_stops_it(prometheus: PrometheusProce
         os.kill(init, signal.SIGTERM)
         code = proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)  # the namespace's process 1 too, not only unshare
         blackhole.close()
     text = log.read_text()
     assert code == 0, text[-2000:]
@@ -188,9 +187,7 @@ def test_sigterm_while_the_program_is_still_importing_exits_0(
         os.kill(init, signal.SIGTERM)
         code = proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)  # the namespace's process 1 too, not only unshare
     text = log.read_text()
     assert code == 0, text[-2000:]
     assert "serving" not in text  # it ended there and then, not after starting up
