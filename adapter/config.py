@@ -369,17 +369,7 @@ def _backends(c: _Checker, node: yaml.Node) -> tuple[Backend, ...]:
     for i, n in enumerate(c.seq(node, "backends")):
         path = f"backends[{i}]"
         m = c.mapping(n, path, _BACKEND_KEYS)
-        for required in ("name", "url"):
-            if required not in m:
-                raise c.fail(n, f"{path}.{required}", "is required")
-        name = c.string(m["name"], f"{path}.name")
-        if not _BACKEND_NAME.fullmatch(name):
-            raise c.fail(m["name"], f"{path}.name", f"{name!r} must be lowercase letters, digits and '-'")
-        if name in (b.name for b in out):
-            raise c.fail(m["name"], f"{path}.name", f"backend {name!r} is defined twice")
-        url = c.string(m["url"], f"{path}.url")
-        if not re.match(r"https?://[^/]", url):
-            raise c.fail(m["url"], f"{path}.url", f"{url!r} must be an http(s) URL")
+        name, url = named_url(c, n, m, path, {b.name for b in out}, "backend {name!r} is defined twice")
         method = c.string(m["method"], f"{path}.method").upper() if "method" in m else None
         if method not in (None, "GET", "POST"):
             raise c.fail(m["method"], f"{path}.method", "must be GET or POST")
@@ -409,6 +399,25 @@ def _backends(c: _Checker, node: yaml.Node) -> tuple[Backend, ...]:
             )
         )
     return tuple(out)
+
+
+def named_url(
+    c: _Checker, n: yaml.Node, m: dict[str, yaml.Node], path: str, taken: set[str], duplicate: str
+) -> tuple[str, str]:
+    """The required ``name`` (a DNS label, not in ``taken``: else ``duplicate``, formatted with
+    it) and ``url`` (http or https) of a backend or an upstream."""
+    for required in ("name", "url"):
+        if required not in m:
+            raise c.fail(n, f"{path}.{required}", "is required")
+    name = c.string(m["name"], f"{path}.name")
+    if not _BACKEND_NAME.fullmatch(name):
+        raise c.fail(m["name"], f"{path}.name", f"{name!r} must be lowercase letters, digits and '-'")
+    if name in taken:
+        raise c.fail(m["name"], f"{path}.name", duplicate.format(name=name))
+    url = c.string(m["url"], f"{path}.url")
+    if not re.match(r"https?://[^/]", url):
+        raise c.fail(m["url"], f"{path}.url", f"{url!r} must be an http(s) URL")
+    return name, url
 
 
 def _opt(c: _Checker, m: dict[str, yaml.Node], key: str, path: str) -> str | None:

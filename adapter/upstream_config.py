@@ -35,7 +35,6 @@ _KEYS = {
     "name", "url", "caFile", "insecureSkipTLSVerify", "bearerTokenFile", "clientCertFile", "clientKeyFile",
     "timeout", "external", "custom", "namespaces",
 }  # fmt: skip
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -71,23 +70,15 @@ class Upstream:
 def parse_upstreams(c: _Checker, node: yaml.Node, taken: set[str]) -> tuple[Upstream, ...]:
     """``upstreams`` checked key by key (file, line and key in every error); ``taken``: the
     backends' names, which an upstream may not reuse."""
-    from .config import _duration_seconds, _opt
+    from .config import _duration_seconds, _opt, named_url
 
     out: list[Upstream] = []
     for i, n in enumerate(c.seq(node, "upstreams")):
         path = f"upstreams[{i}]"
         m = c.mapping(n, path, _KEYS)
-        for required in ("name", "url"):
-            if required not in m:
-                raise c.fail(n, f"{path}.{required}", "is required")
-        name = c.string(m["name"], f"{path}.name")
-        if not _NAME.fullmatch(name):
-            raise c.fail(m["name"], f"{path}.name", f"{name!r} must be lowercase letters, digits and '-'")
-        if name in taken or name in (u.name for u in out):
-            raise c.fail(m["name"], f"{path}.name", f"{name!r} is already the name of a backend or upstream")
-        url = c.string(m["url"], f"{path}.url").rstrip("/")
-        if not re.match(r"https?://[^/]", url):
-            raise c.fail(m["url"], f"{path}.url", f"{url!r} must be an http(s) URL")
+        used = taken | {u.name for u in out}
+        name, url = named_url(c, n, m, path, used, "{name!r} is already the name of a backend or upstream")
+        url = url.rstrip("/")
         if ("clientCertFile" in m) != ("clientKeyFile" in m):
             raise c.fail(n, path, "'clientCertFile' and 'clientKeyFile' go together")
         external = _patterns(c, m, "external", path)
