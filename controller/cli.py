@@ -17,8 +17,9 @@ from typing import Any
 from controller.endpoint_client import EndpointError
 from controller.engine import Decision, SnapshotError, decide, parse_snapshot
 from controller.engine.explain import explain
-from controller.engine.gates import GateError, parse_gates
-from controller.engine.model import FeatureGates, History, Settings
+from controller.engine.gates import GateError, parse_gates, resolve
+from controller.engine.model import History, Settings
+from controller.engine.versions import Release, VersionError, parse_minor, release
 from controller.snapshot_files import SnapshotFileError, load_documents
 from shared.cliflags import add_runtime_flags, add_tls_flags, duration, port_or_zero
 from shared.kube.errors import KubeError
@@ -80,9 +81,11 @@ def _paths(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
 
 
-def _gates(text: str) -> FeatureGates:
+def _gates(text: str) -> dict[str, bool]:
+    """The decision gates a --feature-gates value sets; whether the release has them and
+    allows the value is checked once the release is known (``release_settings``)."""
     try:
-        gates, others = parse_gates(text)
+        wanted, others = parse_gates(text)
     except GateError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     if others:
@@ -90,16 +93,32 @@ def _gates(text: str) -> FeatureGates:
             f"note: --feature-gates: {', '.join(others)} do not change HPA decisions; ignored",
             file=sys.stderr,
         )
-    return gates
+    return wanted
 
 
-def _settings(a: argparse.Namespace) -> Settings:
+def _emulated(text: str) -> str:
+    try:
+        parse_minor(text)
+    except VersionError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def _settings(a: argparse.Namespace, server_version: str | None = None) -> Settings:
+    """The flags' settings, deciding as --emulated-version, else as the API server's
+    release (``server_version``), else as the newest supported one. Raises GateError
+    for a --feature-gates value that release's kube-controller-manager would refuse."""
+    text = a.emulated_version or server_version
+    rel, warning = release(text) if text else (Release(), None)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     return Settings(
         tolerance=a.horizontal_pod_autoscaler_tolerance,
         cpu_initialization_period=a.horizontal_pod_autoscaler_cpu_initialization_period,
         initial_readiness_delay=a.horizontal_pod_autoscaler_initial_readiness_delay,
         downscale_stabilization_window=a.horizontal_pod_autoscaler_downscale_stabilization,
-        feature_gates=a.feature_gates,
+        feature_gates=resolve(rel, a.feature_gates),
+        release=rel,
     )
 
 
@@ -119,11 +138,19 @@ def _live_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--feature-gates",
         type=_gates,
-        default=FeatureGates(),
+        default={},
         metavar="NAME=BOOL,...",
-        help="kube-controller-manager's gates that change HPA decisions, v1.37.2 defaults: "
-        "HPAScaleToZero=true, HPAGeneration=true, HPAOptimizedSelectorStore=true, "
-        "HPAConfigurableTolerance=true (locked); other gates are accepted and ignored",
+        help="kube-controller-manager's gates that change HPA decisions, at the defaults of the "
+        "release decided as (docs/versions.md): HPAConfigurableTolerance, HPAScaleToZero, "
+        "HPAGeneration, HPAOptimizedSelectorStore, PodLevelResources; other gates are accepted and "
+        "ignored",
+    )
+    p.add_argument(
+        "--emulated-version",
+        type=_emulated,
+        metavar="1.MINOR",
+        help="decide as this Kubernetes release's controller, 1.33 to 1.37 (kcm's spelling kube=1.35 "
+        "too); default: the API server's release (outside the range: the nearest, with a warning)",
     )
 
 
@@ -133,9 +160,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from shared.logging import configure
 
     configure(json=args.log_format == "json", level=args.log_level)
+    if args.emulated_version:
+        _settings(args)  # the release is known: a gate it refuses is a usage error before connecting
     opts = Options(
         kubeconfig=args.kubeconfig,
-        settings=_settings(args),
+        settings=lambda server_version: _settings(args, server_version),
         sync_period=args.horizontal_pod_autoscaler_sync_period.total_seconds(),
         workers=args.concurrent_horizontal_pod_autoscaler_syncs,
         hpa_selector=args.hpa_selector,
@@ -221,7 +250,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             for informer in (pods, hpas):
                 if not informer.synced.wait(30):
                     raise KubeError(0, f"could not list {informer.path} within 30s: {informer.error}")
-            observer = Observer(kube, RESTMapper(kube), hpas, pods, _settings(args))
+            server = kube.get_sync("/version").get("gitVersion")
+            observer = Observer(kube, RESTMapper(kube), hpas, pods, _settings(args, server))
             history = _live_history(args, namespace, name) if args.controller_url else None
             snap = asyncio.run(observer.observe(namespace, name, history)).snapshot
         finally:
@@ -479,7 +509,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except GateError as e:  # a gate the release decided as does not have, or locks
+        print(f"error: --feature-gates: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,7 +14,7 @@ set -euo pipefail
 
 # One place for the versions (hack/versions.env); the environment overrides each.
 _env=()
-for v in K8S_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION PROMETHEUS_VERSION THANOS_VERSION THANOS_GO PROMETHEUS_ADAPTER_VERSION KEDA_VERSION; do
+for v in K8S_VERSION DIFFERENTIAL_VERSIONS K8S_OLDER_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION PROMETHEUS_VERSION THANOS_VERSION THANOS_GO PROMETHEUS_ADAPTER_VERSION KEDA_VERSION; do
   if [[ -n "${!v:-}" ]]; then _env+=("$v=${!v}"); fi
 done
 # shellcheck source=versions.env
@@ -194,18 +194,26 @@ build_loadgen() {
 
 # The differential test's harness (test tooling): upstream's own pkg/controller/podautoscaler,
 # copied unchanged from the module cache into a wrapper module next to our driver file
-# (tests/differential/harness), built against the same release as the cluster binaries.
+# (tests/differential/harness), one per Kubernetes release promhpa decides as
+# (DIFFERENTIAL_VERSIONS). The one internal that differs between releases -- where the
+# controller keeps HPA selectors -- is chosen by what the release's package contains.
 build_differential() {
-  local w="$CACHE/work/differential-$K8S_VERSION" out="$CACHE/bin/hpa-differential-$K8S_VERSION"
+  local v=$DIFF_VERSION
+  local w="$CACHE/work/differential-$v" out="$CACHE/bin/hpa-differential-$v"
   local here; here=$(cd "$(dirname "$0")/.." && pwd)
-  make_wrapper "$w" k8s.io/kubernetes "$K8S_VERSION" "v0${K8S_VERSION#v1}"
-  local src; src=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  make_wrapper "$w" k8s.io/kubernetes "$v" "v0${v#v1}"
+  local src; src=$(go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
   mkdir -p "$w/podautoscaler" "$w/cmd/hpa-differential"
   for f in "$src"/pkg/controller/podautoscaler/*.go; do
     case "$f" in *_test.go) ;; *) cp "$f" "$w/podautoscaler/" ;; esac
   done
   chmod -R u+w "$w/podautoscaler"
   cp "$here/tests/differential/harness/zz_promhpa_harness.go" "$w/podautoscaler/"
+  if [[ -f "$src/pkg/controller/podautoscaler/hpa_selector_store.go" ]]; then
+    cp "$here/tests/differential/harness/selectors_tracker.go.in" "$w/podautoscaler/zz_promhpa_selectors.go"
+  else
+    cp "$here/tests/differential/harness/selectors_bimultimap.go.in" "$w/podautoscaler/zz_promhpa_selectors.go"
+  fi
   cp "$here/tests/differential/harness/main.go.in" "$w/cmd/hpa-differential/main.go"
   mkdir -p "$out.tmp"
   (cd "$w" && go build -trimpath -o "$out.tmp/hpa-differential" ./cmd/hpa-differential)
@@ -244,6 +252,10 @@ only=${1:-all}
 [[ $only == all || $only == kwok ]] && step "kwok $KWOK_VERSION" "$CACHE/bin/kwok-$KWOK_VERSION/kwok" build_kwok
 [[ $only == all || $only == helm ]] && step "helm $HELM_VERSION" "$CACHE/bin/helm-$HELM_VERSION/helm" build_helm
 [[ $only == all || $only == k8s ]] && step "kubernetes $K8S_VERSION (4 binaries)" "$CACHE/bin/k8s-$K8S_VERSION/kube-apiserver" build_k8s
+# the older release the shadow test also runs beside (a cluster of its own)
+if [[ $only == all || $only == k8s-older ]] && [[ $K8S_OLDER_VERSION != "$K8S_VERSION" ]]; then
+  K8S_VERSION=$K8S_OLDER_VERSION step "kubernetes $K8S_OLDER_VERSION (4 binaries)" "$CACHE/bin/k8s-$K8S_OLDER_VERSION/kube-apiserver" build_k8s
+fi
 [[ $only == all || $only == thanos ]] && step "thanos $THANOS_VERSION" "$CACHE/bin/thanos-$THANOS_VERSION/thanos" build_thanos
 # prometheus-adapter: the upstream the multiplexing and migration tests forward to, and the
 # incumbent the benchmarks run beside us
@@ -251,5 +263,9 @@ only=${1:-all}
 [[ $only == all || $only == keda ]] && step "keda $KEDA_VERSION (operator, metrics server)" "$CACHE/bin/keda-$KEDA_VERSION/operator" build_keda
 # only for the benchmarks (make bench-adapter / bench-controller), not the tests
 [[ $only == bench || $only == loadgen ]] && step "loadgen (benchmarks/loadgen)" "$(loadgen_dir)/loadgen" build_loadgen
-[[ $only == all || $only == differential ]] && step "hpa-differential $K8S_VERSION (upstream's controller package)" "$CACHE/bin/hpa-differential-$K8S_VERSION/hpa-differential" build_differential
+if [[ $only == all || $only == differential ]]; then
+  for DIFF_VERSION in $DIFFERENTIAL_VERSIONS; do
+    step "hpa-differential $DIFF_VERSION (upstream's controller package)" "$CACHE/bin/hpa-differential-$DIFF_VERSION/hpa-differential" build_differential
+  done
+fi
 echo "$CACHE/bin"

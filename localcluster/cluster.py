@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from .kwok import fake_node
 from .pki import _key, _write, issue, make_ca
 from .thanos import REPLICAS, federate, plan, stores
-from .tools import FAKE_NODES, Binaries, ClusterError, free_port, log, tools_dir
+from .tools import FAKE_NODES, K8S_VERSION, Binaries, ClusterError, free_port, log, tools_dir
 
 # --- processes ----------------------------------------------------------------------------
 
@@ -34,6 +34,9 @@ class Cluster:
     pids: dict[str, int] = field(default_factory=dict)
     bins: Binaries | None = None
     thanos: bool = False  # also Thanos: two federating replicas, sidecars and a Querier
+    # the Kubernetes release the control plane runs (K8S_VERSION by default; an older
+    # minor to run promhpa beside that release's kube-controller-manager)
+    k8s_version: str = K8S_VERSION
 
     @property
     def kubeconfig(self) -> Path:
@@ -62,6 +65,7 @@ class Cluster:
                     "pids": self.pids,
                     "cmdlines": self._cmdlines,
                     "bin": str(self.bins.bin if self.bins else ""),
+                    "k8s": self.k8s_version,
                 },
                 indent=2,
             )
@@ -80,7 +84,8 @@ class Cluster:
         data = json.loads(state.read_text())
         c = cls(directory, data["ports"], {k: int(v) for k, v in data["pids"].items()})
         c._cmdlines = data.get("cmdlines", {})
-        c.bins = Binaries(Path(data["bin"])) if data.get("bin") else None
+        c.k8s_version = data.get("k8s", K8S_VERSION)
+        c.bins = Binaries(Path(data["bin"]), c.k8s_version) if data.get("bin") else None
         return c
 
     def _alive(self, name: str) -> bool:
@@ -316,7 +321,7 @@ class Cluster:
         if existing is not None:
             log("a previous cluster is partly running or dead; cleaning it up first")
             existing.down()
-        self.bins = Binaries(tools_dir())
+        self.bins = Binaries(tools_dir(self.k8s_version), self.k8s_version)
         self.dir.mkdir(parents=True, exist_ok=True)
         for name in (
             "etcd",

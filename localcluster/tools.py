@@ -24,7 +24,7 @@ def _versions() -> dict[str, str]:
     for line in (ROOT / "hack" / "versions.env").read_text().splitlines():
         key, sep, value = line.partition("=")
         if sep and not key.startswith("#"):
-            out[key.strip()] = os.environ.get(key.strip()) or value.strip()
+            out[key.strip()] = os.environ.get(key.strip()) or value.strip().strip('"')
     return out
 
 
@@ -39,6 +39,10 @@ K8S_VERSION, ETCD_VERSION, KWOK_VERSION, HELM_VERSION, PROMETHEUS_VERSION = (
 THANOS_VERSION = _V["THANOS_VERSION"]
 PROMETHEUS_ADAPTER_VERSION = _V["PROMETHEUS_ADAPTER_VERSION"]
 KEDA_VERSION = _V["KEDA_VERSION"]
+# the releases promhpa decides as; the differential harness is built for each
+DIFFERENTIAL_VERSIONS = tuple(_V["DIFFERENTIAL_VERSIONS"].split())
+# an older release the shadow test runs a whole control plane of, beside its kcm
+K8S_OLDER_VERSION = _V["K8S_OLDER_VERSION"]
 
 
 def prometheus_major() -> str:
@@ -73,10 +77,15 @@ def tools_cached() -> bool:
     return all(Path(getattr(b, n)).exists() for n in names)
 
 
-def tools_dir() -> Path:
-    """Build (or find cached) binaries; returns the cache's bin directory."""
+def tools_dir(k8s_version: str = K8S_VERSION) -> Path:
+    """Build (or find cached) binaries, Kubernetes at ``k8s_version``; returns the cache's
+    bin directory."""
     out = subprocess.run(
-        [str(ROOT / "hack" / "build-tools.sh")], stdout=subprocess.PIPE, text=True, check=False
+        [str(ROOT / "hack" / "build-tools.sh")],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+        env={**os.environ, "K8S_VERSION": k8s_version},
     )
     if out.returncode != 0:
         raise ClusterError("hack/build-tools.sh failed (see its output above)")
@@ -86,14 +95,15 @@ def tools_dir() -> Path:
 @dataclass
 class Binaries:
     bin: Path
+    k8s: str = K8S_VERSION  # the Kubernetes release of the four Kubernetes binaries
 
     def __getattr__(self, name: str) -> str:
         table = {
             "etcd": f"etcd-{ETCD_VERSION}/etcd",
-            "apiserver": f"k8s-{K8S_VERSION}/kube-apiserver",
-            "controller_manager": f"k8s-{K8S_VERSION}/kube-controller-manager",
-            "scheduler": f"k8s-{K8S_VERSION}/kube-scheduler",
-            "kubectl": f"k8s-{K8S_VERSION}/kubectl",
+            "apiserver": f"k8s-{self.k8s}/kube-apiserver",
+            "controller_manager": f"k8s-{self.k8s}/kube-controller-manager",
+            "scheduler": f"k8s-{self.k8s}/kube-scheduler",
+            "kubectl": f"k8s-{self.k8s}/kubectl",
             "kwok": f"kwok-{KWOK_VERSION}/kwok",
             "helm": f"helm-{HELM_VERSION}/helm",
             "prometheus2": "prometheus-debian/prometheus",
@@ -110,6 +120,10 @@ class Binaries:
         if name not in table:
             raise AttributeError(name)
         return str(self.bin / table[name])
+
+    def differential_for(self, version: str) -> str:
+        """upstream's controller package of one release, behind the differential driver."""
+        return str(self.bin / f"hpa-differential-{version}" / "hpa-differential")
 
     @property
     def kwok_stages(self) -> list[str]:

@@ -18,6 +18,7 @@ from shared.selectors import SelectorError, from_label_selector, go_label_select
 from . import metric_queries as q
 from . import replica_calculator as rc
 from .model import JSON, Event, MetricSpec, Snapshot
+from .pods import RequestRules
 from .replica_calculator import Calc, CalcError, PodContext, Tolerances
 
 SPEC_ERROR = "spec"
@@ -59,15 +60,25 @@ def _milli(v: int) -> str:
     return str(Quantity.from_milli(v))
 
 
-def _usage_quantity(resource: str, milli: int) -> str:
-    """upstream's buildQuantity: memory as BinarySI (Ki, Mi, ...), what metrics-server reports."""
-    return str(Quantity.from_milli(milli, Format.BINARY_SI if resource == "memory" else Format.DECIMAL_SI))
+def _usage_quantity(snap: Snapshot, resource: str, milli: int) -> str:
+    """upstream's buildQuantity (1.34 and later): memory as BinarySI (Ki, Mi, ...), what
+    metrics-server reports; 1.33 writes every usage DecimalSI."""
+    binary = resource == "memory" and snap.settings.release.memory_binary_si
+    return str(Quantity.from_milli(milli, Format.BINARY_SI if binary else Format.DECIMAL_SI))
 
 
 class _MetricFailedError(Exception):
     def __init__(self, reason: str, inner: str, outer: str, kind: str = INTERNAL_ERROR) -> None:
         super().__init__(outer)
         self.reason, self.inner, self.outer, self.kind = reason, inner, outer, kind
+
+
+def _request_rules(snap: Snapshot) -> RequestRules:
+    rel, gates = snap.settings.release, snap.settings.feature_gates
+    return RequestRules(
+        pod_level=rel.reads_pod_level_requests and gates.pod_level_resources,
+        missing_container_is_error=rel.missing_container_is_error,
+    )
 
 
 def tolerances_for(snap: Snapshot) -> Tolerances:
@@ -105,7 +116,7 @@ def _resource(
             except CalcError as e:
                 raise CalcError(f"failed to get {spec.name} usage: {e}") from None
             out.name = f"{spec.name} resource"
-            current: JSON = {"averageValue": _usage_quantity(spec.name, calc.usage)}
+            current: JSON = {"averageValue": _usage_quantity(snap, spec.name, calc.usage)}
         elif target is None or target.average_utilization is None:
             raise CalcError(
                 "invalid resource metric source: neither an average utilization target nor an "
@@ -118,7 +129,14 @@ def _resource(
                 except q.MetricFetchError as e:
                     raise CalcError(f"unable to get metrics for resource {spec.name}: {e}") from None
                 calc = rc.resource_utilization(
-                    ctx, spec_replicas, target.average_utilization, spec.name, container, samples, tol
+                    ctx,
+                    spec_replicas,
+                    target.average_utilization,
+                    spec.name,
+                    container,
+                    samples,
+                    tol,
+                    _request_rules(snap),
                 )
             except CalcError as e:
                 raise CalcError(f"failed to get {spec.name} utilization: {e}") from None
@@ -129,7 +147,7 @@ def _resource(
             )
             current = {
                 "averageUtilization": calc.usage,
-                "averageValue": _usage_quantity(spec.name, calc.raw_usage),
+                "averageValue": _usage_quantity(snap, spec.name, calc.raw_usage),
             }
     except CalcError as e:
         raise _MetricFailedError(reason, str(e), wrap + str(e)) from None
@@ -191,6 +209,7 @@ def _object(
     out: MetricOutcome,
 ) -> None:
     wrap = "failed to get object metric value: "
+    rel = snap.settings.release
     _check_selector(spec, "FailedGetObjectMetric", wrap)
     described = spec.described_object or {}
     target = spec.target
@@ -200,16 +219,19 @@ def _object(
         try:
             return q.object_metric(snap, spec.name, described)
         except q.MetricFetchError as e:
-            raise CalcError(
-                f"unable to get metric {spec.name} on {described.get('kind', '')} "
-                f"{ns}/{described.get('name', '')}: {e}"
-            ) from None
+            kind, name = described.get("kind", ""), described.get("name", "")
+            if snap.settings.release.object_error_wording == "new":
+                raise CalcError(f"unable to get metric {spec.name} on {kind} {ns}/{name}: {e}") from None
+            # 1.33-1.36 fill the format's verbs in a shifted order: "metric M: Kind on ns name/error"
+            raise CalcError(f"unable to get metric {spec.name}: {kind} on {ns} {name}/{e}") from None
 
     if target is not None and target.type == "Value" and target.value is not None:
         try:
             usage = fetch()
             ratio = rc.go_fdiv(usage, target.value.milli_value())
-            calc = rc.usage_ratio_replicas(ctx, spec_replicas, ratio, tol, rc.Calc(spec_replicas, usage))
+            calc = rc.usage_ratio_replicas(
+                ctx, spec_replicas, ratio, tol, rc.Calc(spec_replicas, usage), rel.caps_usage_ratio
+            )
         except CalcError as e:
             raise _MetricFailedError("FailedGetObjectMetric", str(e), wrap + str(e)) from None
         out.name = f"{described.get('kind', '')} metric {spec.name}"
@@ -229,7 +251,7 @@ def _object(
             raise _MetricFailedError(
                 "FailedGetObjectMetric", inner, f"{wrap}failed to get {spec.name} object metric: {inner}"
             ) from None
-        calc = rc.per_pod_replicas(status_replicas, usage, target.average_value.milli_value(), tol)
+        calc = rc.per_pod_replicas(status_replicas, usage, target.average_value.milli_value(), tol, False)
         # upstream's description of this case really says "external metric"
         out.name = f"external metric {spec.name}({go_label_selector_string(spec.selector)})"
         out.status = {
@@ -256,9 +278,16 @@ def _external(
     out: MetricOutcome,
 ) -> None:
     wrap = f"failed to get {spec.name} external metric value: "
+    rel = snap.settings.release
     target = spec.target
     ns = str(snap.hpa.get("metadata", {}).get("namespace", ""))
     sel_text = go_label_selector_string(spec.selector)
+
+    per_pod = target is not None and target.average_value is not None
+    if per_pod:
+        total = rc.sum_saturated if rel.caps_external_average else rc.sum_wrapped
+    else:
+        total = rc.sum_capped if rel.caps_usage_ratio else rc.sum_wrapped
 
     def fetch() -> int:
         try:
@@ -266,7 +295,7 @@ def _external(
         except SelectorError as e:
             raise CalcError(str(e)) from None
         try:
-            return rc.sum_capped(q.external_metric(snap, spec.name, spec.selector))
+            return total(q.external_metric(snap, spec.name, spec.selector))
         except q.MetricFetchError as e:
             raise CalcError(f"unable to get external metric {ns}/{spec.name}/{sel_text}: {e}") from None
 
@@ -277,7 +306,9 @@ def _external(
             raise _MetricFailedError(
                 "FailedGetExternalMetric", str(e), f"{wrap}failed to get {spec.name} external metric: {e}"
             ) from None
-        calc = rc.per_pod_replicas(status_replicas, usage, target.average_value.milli_value(), tol)
+        calc = rc.per_pod_replicas(
+            status_replicas, usage, target.average_value.milli_value(), tol, rel.caps_external_average
+        )
         out.status = {
             "type": "External",
             "external": {"metric": _metric_id(spec), "current": {"averageValue": _milli(calc.usage)}},
@@ -286,7 +317,9 @@ def _external(
         try:
             usage = fetch()
             ratio = rc.go_fdiv(usage, target.value.milli_value())
-            calc = rc.usage_ratio_replicas(ctx, spec_replicas, ratio, tol, rc.Calc(spec_replicas, usage))
+            calc = rc.usage_ratio_replicas(
+                ctx, spec_replicas, ratio, tol, rc.Calc(spec_replicas, usage), rel.caps_usage_ratio
+            )
         except CalcError as e:
             raise _MetricFailedError(
                 "FailedGetExternalMetric", str(e), f"{wrap}failed to get external metric {spec.name}: {e}"

@@ -13,22 +13,26 @@ from typing import Any
 
 from shared.quantity import Quantity
 
+from .versions import Release
+
 JSON = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class FeatureGates:
-    """Kubernetes v1.37.2's defaults (see ``gates``)."""
+    """Kubernetes v1.37.2's defaults (``gates.defaults`` gives each release's)."""
 
     hpa_configurable_tolerance: bool = True
     hpa_scale_to_zero: bool = True
     hpa_generation: bool = True
     hpa_optimized_selector_store: bool = True
+    pod_level_resources: bool = True
 
 
 @dataclass(frozen=True)
 class Settings:
-    """kube-controller-manager's HPA flags, with upstream's defaults."""
+    """kube-controller-manager's HPA flags, with upstream's defaults, and the release whose
+    rules decide (``versions``; its gates' defaults are the caller's to apply)."""
 
     tolerance: float = 0.1
     cpu_initialization_period: timedelta = timedelta(minutes=5)
@@ -37,6 +41,7 @@ class Settings:
     scale_up_limit_factor: float = 2.0
     scale_up_limit_minimum: float = 4.0
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    release: Release = field(default_factory=Release)
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,13 @@ from typing import Any, Protocol, TypeVar
 
 from shared.jsondoc import json_copy
 
+from .gates import GATES, resolve
 from .model import (
     JSON,
     Behavior,
     Container,
     CustomMetric,
     ExternalMetric,
-    FeatureGates,
     History,
     MetricError,
     MetricSpec,
@@ -39,6 +39,7 @@ from .model import (
     Target,
 )
 from .reader import SnapshotError, _Reader, _type_name
+from .versions import Release, VersionError, nearest, parse_minor
 
 T = TypeVar("T")
 
@@ -59,7 +60,9 @@ __all__ = ["SnapshotError", "parse_snapshot"]
 
 def parse_settings(r: _Reader) -> Settings:
     d = Settings()
+    rel = _release(r)
     g = r.obj("featureGates")
+    wanted = {name: g.boolean(name, False) for name in GATES if g.has(name)}
     return Settings(
         tolerance=r.number("tolerance", d.tolerance),
         cpu_initialization_period=_nonnull(
@@ -71,14 +74,23 @@ def parse_settings(r: _Reader) -> Settings:
         ),
         scale_up_limit_factor=r.number("scaleUpLimitFactor", d.scale_up_limit_factor),
         scale_up_limit_minimum=r.number("scaleUpLimitMinimum", d.scale_up_limit_minimum),
-        feature_gates=FeatureGates(
-            # GA and locked on since 1.37: a snapshot that says false is decided as upstream would
-            hpa_configurable_tolerance=True,
-            hpa_scale_to_zero=g.boolean("HPAScaleToZero", True),
-            hpa_generation=g.boolean("HPAGeneration", True),
-            hpa_optimized_selector_store=g.boolean("HPAOptimizedSelectorStore", True),
-        ),
+        # a locked gate set the other way, or one the release does not have, is decided as
+        # that release's controller would: without it
+        feature_gates=resolve(rel, wanted, strict=False),
+        release=rel,
     )
+
+
+def _release(r: _Reader) -> Release:
+    """``kubernetesVersion`` (default: the newest supported): outside 1.33-1.37, the
+    nearest supported release, as the live controller chooses."""
+    text = r.string("kubernetesVersion")
+    if not text:
+        return Release()
+    try:
+        return nearest(parse_minor(text))[0]
+    except VersionError as e:
+        raise SnapshotError(r._sub("kubernetesVersion"), str(e)) from None
 
 
 def _nonnull(v: T | None, default: T) -> T:

@@ -123,9 +123,20 @@ def pod_level_requests_set(pod: Pod) -> bool:
     return bool(pod.pod_requests) and any(k in ("cpu", "memory") for k in pod.pod_requests or {})
 
 
-def pod_request(pod: Pod, container: str, resource: str) -> int:
+@dataclass(frozen=True)
+class RequestRules:
+    """What a release reads as a pod's request: pod-level requests (1.34 and later, with the
+    PodLevelResources gate), and whether a ContainerResource container a pod lacks is an
+    error (1.35 and later) or a request of 0."""
+
+    pod_level: bool = True
+    missing_container_is_error: bool = True
+
+
+def pod_request(pod: Pod, container: str, resource: str, rules: RequestRules | None = None) -> int:
     """The request (milli-units) a utilization is measured against, as upstream computes it."""
-    if container == "" and pod_level_requests_set(pod):
+    rules = rules or RequestRules()
+    if rules.pod_level and container == "" and pod_level_requests_set(pod):
         requests: dict[str, int] = {}
         agg = _aggregate_container_requests(pod, resource)
         if agg is not None:
@@ -147,13 +158,15 @@ def pod_request(pod: Pod, container: str, resource: str) -> int:
             total += q.milli_value()
         if container == c.name:
             return total
-    if container:
+    if container and rules.missing_container_is_error:
         raise RequestError(f"container {container} not found in Pod {pod.name}")
     return total
 
 
-def calculate_requests(pods: list[Pod], container: str, resource: str) -> dict[str, int]:
-    return {pod.name: pod_request(pod, container, resource) for pod in pods}
+def calculate_requests(
+    pods: list[Pod], container: str, resource: str, rules: RequestRules | None = None
+) -> dict[str, int]:
+    return {pod.name: pod_request(pod, container, resource, rules) for pod in pods}
 
 
 def ready_pod_count(pods: list[Pod]) -> int:

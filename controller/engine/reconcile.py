@@ -67,6 +67,10 @@ class _Round:
         original = hpa.get("status") or {}
         status: JSON = json_copy(original)
         conditions: list[JSON] = list(status.get("conditions") or [])
+        if not snap.settings.release.has_condition_generation:
+            # before 1.37 a condition has no observedGeneration field: that release's
+            # controller (and API server) never carry one
+            conditions = [{k: v for k, v in c.items() if k != "observedGeneration"} for c in conditions]
         status["conditions"] = conditions
         return cls(snap, hpa, original, status, conditions, snap.history)
 
@@ -180,8 +184,11 @@ def _read_scale(r: _Round) -> Scale | None:
 def _bounds(r: _Round, scale: Scale) -> _Plan:
     """2. Zero replicas (scaling disabled unless the HPA put it there) and the two clamps."""
     snap = r.snap
-    scaled_to_zero = snap.settings.feature_gates.hpa_scale_to_zero and (
-        (c := get_condition(r.conditions, SCALED_TO_ZERO)) is not None and c.get("status") == "True"
+    rel = snap.settings.release
+    scaled_to_zero = (
+        rel.scales_from_zero
+        and snap.settings.feature_gates.hpa_scale_to_zero
+        and ((c := get_condition(r.conditions, SCALED_TO_ZERO)) is not None and c.get("status") == "True")
     )
     plan = _Plan(
         scale.spec_replicas,
@@ -191,9 +198,13 @@ def _bounds(r: _Round, scale: Scale) -> _Plan:
         any(m.type in ("Object", "External") for m in snap.metrics),
     )
     current = plan.current
-    if current == 0 and not (
-        (plan.min_replicas != 0 and scaled_to_zero) or (scaled_to_zero and plan.has_object_or_external)
-    ):
+    if rel.scales_from_zero:
+        disabled = current == 0 and not (
+            (plan.min_replicas != 0 and scaled_to_zero) or (scaled_to_zero and plan.has_object_or_external)
+        )
+    else:  # up to 1.35: zero replicas disable scaling unless minReplicas is 0 too
+        disabled = current == 0 and plan.min_replicas != 0
+    if disabled:
         plan.desired, plan.rescale, plan.needs_metrics = 0, False, False
         r.cond(
             SCALING_ACTIVE,
@@ -201,7 +212,7 @@ def _bounds(r: _Round, scale: Scale) -> _Plan:
             "ScalingDisabled",
             "scaling is disabled since the replica count of the target is zero",
         )
-        if not snap.settings.feature_gates.hpa_scale_to_zero:
+        if rel.scales_from_zero and not snap.settings.feature_gates.hpa_scale_to_zero:
             remove_condition(r.conditions, SCALED_TO_ZERO)  # with the gate off: here and on a rescale
         r.notes.append("the target is at zero replicas and the HPA did not put it there: scaling is disabled")
     elif current > plan.max_replicas and current != 0:
@@ -244,17 +255,23 @@ def _compute_metrics(r: _Round, scale: Scale, plan: _Plan) -> Decision | None:
         r.cond(SCALING_ACTIVE, False, "InvalidSelector", msg)
         return r.metrics_failed(current, None, msg)
     if len(snap.selecting_hpas) > 1 and pods:  # two HPAs would fight over the same pods
-        # upstream lists them in map order (at most two with HPAOptimizedSelectorStore): any
-        # order is upstream's; ours is the snapshot's
-        named = (
-            snap.selecting_hpas[:2]
-            if snap.settings.feature_gates.hpa_optimized_selector_store
-            else snap.selecting_hpas
-        )
-        msg = (
-            f"pods by selector {scale.selector} are controlled by more than one HPA "
-            f"(e.g. [{' '.join(named)}])"
-        )
+        # upstream lists them in map order (from 1.37, at most two with
+        # HPAOptimizedSelectorStore): any order is upstream's; ours is the snapshot's
+        if snap.settings.release.names_two_claimants:
+            named = (
+                snap.selecting_hpas[:2]
+                if snap.settings.feature_gates.hpa_optimized_selector_store
+                else snap.selecting_hpas
+            )
+            msg = (
+                f"pods by selector {scale.selector} are controlled by more than one HPA "
+                f"(e.g. [{' '.join(named)}])"
+            )
+        else:
+            msg = (
+                f"pods by selector {scale.selector} are controlled by multiple HPAs: "
+                f"[{' '.join(snap.selecting_hpas)}]"
+            )
         r.event("Warning", "AmbiguousSelector", msg)
         r.cond(SCALING_ACTIVE, False, "AmbiguousSelector", msg)
         r.notes.append(f"pods are also selected by another HPA: {', '.join(snap.selecting_hpas)}")
@@ -353,7 +370,9 @@ def _rescale(r: _Round, plan: _Plan) -> Decision:
         "SucceededRescale",
         f"the HPA controller was able to update the target scale to {desired}",
     )
-    if snap.settings.feature_gates.hpa_scale_to_zero:
+    if not snap.settings.release.scales_from_zero:
+        pass  # up to 1.35 the controller knows no ScaledToZero condition
+    elif snap.settings.feature_gates.hpa_scale_to_zero:
         if current > 0 and desired == 0 and plan.min_replicas == 0 and plan.has_object_or_external:
             r.cond(SCALED_TO_ZERO, True, "ScaledToZero", "the HPA controller scaled the workload to zero")
         else:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from .model import Pod
-from .pods import PodGroups, PodSample, calculate_requests, group_pods, ready_pod_count
+from .pods import PodGroups, PodSample, RequestRules, calculate_requests, group_pods, ready_pod_count
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -135,12 +135,13 @@ def resource_utilization(
     container: str,
     metrics: dict[str, PodSample],
     tol: Tolerances,
+    rules: RequestRules | None = None,
 ) -> Calc:
     """Resource/ContainerResource with a Utilization target (percent of request)."""
     metrics = dict(metrics)
     groups = _grouped(ctx, metrics, resource)
     try:
-        requests = calculate_requests(ctx.pods, container, resource)
+        requests = calculate_requests(ctx.pods, container, resource, rules)
     except ValueError as e:
         raise CalcError(str(e)) from None
     ratio, utilization, raw = _utilization_ratio(metrics, requests, target)
@@ -241,8 +242,11 @@ def plain_average(
     return calc
 
 
-def usage_ratio_replicas(ctx: PodContext, current: int, ratio: float, tol: Tolerances, calc: Calc) -> Calc:
-    """Object/External Value targets: the ratio times the ready pods (or ceil(ratio) from 0)."""
+def usage_ratio_replicas(
+    ctx: PodContext, current: int, ratio: float, tol: Tolerances, calc: Calc, capped: bool = True
+) -> Calc:
+    """Object/External Value targets: the ratio times the ready pods (or ceil(ratio) from 0);
+    ``capped`` (1.35 and later): a product above MaxInt32 is MaxInt32, not Go's wrapped int."""
     calc.ratio = ratio
     if current != 0:
         if tol.within(ratio):
@@ -256,7 +260,7 @@ def usage_ratio_replicas(ctx: PodContext, current: int, ratio: float, tol: Toler
         ready = ready_pod_count(ctx.pods)
         calc.ready_pods = ready
         product = ratio * ready
-        calc.replicas = INT32_MAX if product > INT32_MAX else go_int32(fceil(product))
+        calc.replicas = INT32_MAX if capped and product > INT32_MAX else go_int32(fceil(product))
         calc.notes.append(f"ceil({ratio:.4g} x {ready} ready pods) = {calc.replicas}")
     else:
         calc.replicas = go_int32(fceil(ratio))
@@ -264,13 +268,15 @@ def usage_ratio_replicas(ctx: PodContext, current: int, ratio: float, tol: Toler
     return calc
 
 
-def per_pod_replicas(status_replicas: int, usage: int, target: int, tol: Tolerances) -> Calc:
-    """Object/External AverageValue targets: total divided by the per-pod target."""
+def per_pod_replicas(status_replicas: int, usage: int, target: int, tol: Tolerances, capped: bool) -> Calc:
+    """Object/External AverageValue targets: total divided by the per-pod target.
+    ``capped`` (External from 1.34): replicas at MaxInt32 and the average at MaxInt64 where
+    Go's conversions would wrap; Object AverageValue is never capped upstream."""
     ratio = go_fdiv(usage, target * status_replicas)
     calc = Calc(status_replicas, ratio=ratio)
     if not tol.within(ratio):
         wanted = fceil(go_fdiv(usage, target))
-        calc.replicas = INT32_MAX if wanted > INT32_MAX else go_int32(wanted)
+        calc.replicas = INT32_MAX if capped and wanted > INT32_MAX else go_int32(wanted)
         calc.notes.append(
             f"ratio {ratio:.4g} outside {tol.band()}: ceil(total / per-pod target) = {calc.replicas}"
         )
@@ -278,7 +284,7 @@ def per_pod_replicas(status_replicas: int, usage: int, target: int, tol: Toleran
         calc.notes.append(
             f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {status_replicas}"
         )
-    if usage >= INT64_MAX:
+    if capped and float(usage) >= float(INT64_MAX):
         calc.usage = INT64_MAX
     else:
         avg = go_fdiv(usage, status_replicas)
@@ -286,11 +292,35 @@ def per_pod_replicas(status_replicas: int, usage: int, target: int, tol: Toleran
     return calc
 
 
+def _wrap64(x: int) -> int:
+    """Go's int64 arithmetic: two's complement wrap-around."""
+    return (x + 2**63) % 2**64 - 2**63
+
+
+def sum_wrapped(values: list[int]) -> int:
+    """Sum of External series as int64 additions (1.33; 1.34's Value targets)."""
+    total = 0
+    for v in values:
+        total = _wrap64(total + v)
+    return total
+
+
 def sum_capped(values: list[int]) -> int:
-    """Sum of External series, capped at MaxInt64 on overflow as upstream does."""
+    """Sum of External series for Value targets from 1.35: capped at MaxInt64 on a positive overflow."""
     total = 0
     for v in values:
         if v > 0 and total > INT64_MAX - v:
             return INT64_MAX
         total += v
+    return total
+
+
+def sum_saturated(values: list[int]) -> int:
+    """Sum of External series for AverageValue targets from 1.34: upstream takes any
+    negative running total for an overflow, so it becomes MaxInt64 (a negative series too)."""
+    total = 0
+    for v in values:
+        total = _wrap64(total + v)
+        if total < 0:
+            return INT64_MAX
     return total

@@ -19,7 +19,8 @@ def settings_to_wire(s: Settings) -> dict[str, Any]:
         "downscaleStabilizationWindow": format_duration(s.downscale_stabilization_window),
         "scaleUpLimitFactor": s.scale_up_limit_factor,
         "scaleUpLimitMinimum": s.scale_up_limit_minimum,
-        "featureGates": gates_to_wire(s.feature_gates),
+        "featureGates": gates_to_wire(s.feature_gates, s.release),
+        "kubernetesVersion": str(s.release),
     }
 
 

@@ -24,12 +24,14 @@ import contextlib
 import socket
 import ssl
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 import structlog
 from aiohttp import web
 
+from controller.engine.gates import gates_to_wire
 from controller.engine.model import Settings
 from shared.gcpolicy import freeze_startup_heap
 from shared.kube.client import Kube, load
@@ -56,7 +58,9 @@ log = structlog.get_logger("controller")
 @dataclass
 class Options:
     kubeconfig: str | None
-    settings: Settings
+    # the settings, given the API server's version (gitVersion): the release decided as
+    # comes from it unless --emulated-version says otherwise
+    settings: Callable[[str | None], Settings]
     sync_period: float
     workers: int
     hpa_selector: str
@@ -89,6 +93,12 @@ async def run(opts: Options) -> int:
     # 1. start
     api = await asyncio.to_thread(load, opts.kubeconfig)
     lease_kube = Kube(api).on_loop()
+    settings = opts.settings(await _server_version(lease_kube))
+    log.info(
+        "deciding_as",
+        kubernetes=str(settings.release),
+        feature_gates=gates_to_wire(settings.feature_gates, settings.release),
+    )
     elector = _elector(opts, lease_kube)
 
     informer_kube = Kube(api).on_loop().limited(opts.kube_api_qps, opts.kube_api_burst)
@@ -114,7 +124,7 @@ async def run(opts: Options) -> int:
         RESTMapper(kube),
         hpas,
         pods,
-        opts.settings,
+        settings,
         EventRecorder(kube, component=DRY_RUN_COMPONENT if opts.dry_run else COMPONENT),
         metrics,
         dry_run=opts.dry_run,
@@ -131,7 +141,7 @@ async def run(opts: Options) -> int:
         sync_period=opts.sync_period,
         count=opts.workers,
         dry_run=opts.dry_run,
-        generation_gate=opts.settings.feature_gates.hpa_generation,
+        generation_gate=settings.feature_gates.hpa_generation,
         elector=elector,
     )
     hpas.on_change = workers.on_hpa
@@ -186,6 +196,16 @@ async def run(opts: Options) -> int:
             await client.aclose()
         log.info("stopped")
     return 0
+
+
+async def _server_version(kube: Kube) -> str | None:
+    """The API server's gitVersion, which the release decided as follows by default."""
+    try:
+        version = await kube.get("/version")
+    except KubeError as e:
+        log.warning("server_version_unknown", error=str(e), deciding_as="the newest supported release")
+        return None
+    return str(version.get("gitVersion") or "") or None
 
 
 def _elector(opts: Options, kube: Kube) -> LeaderElector | None:

@@ -140,7 +140,14 @@ def test_chain_feeds_history_to_the_next_snapshot(tmp_path: Path) -> None:
 
 def test_run_refuses_to_turn_off_a_locked_gate() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "controller", "run", "--feature-gates=HPAConfigurableTolerance=false"],
+        [
+            sys.executable,
+            "-m",
+            "controller",
+            "run",
+            "--emulated-version=1.37",
+            "--feature-gates=HPAConfigurableTolerance=false",
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -34,16 +34,23 @@ def _history(h: JSON | None) -> JSON:
 # are compared without the pod's and container's names (upstream's nondeterminism).
 _MISSING = re.compile(r"missing request for (\w+) in container \S+ of Pod \S+")
 _NO_CONTAINER = re.compile(r"container \S+ not found in Pod \S+")
+_NO_POD_LEVEL = re.compile(r"missing pod-level request for \w+ in Pod \S+")
 
 
-# AmbiguousSelector lists the HPAs in map order: compared as a set.
+# AmbiguousSelector lists the HPAs in map order: compared as a set (1.37's "e.g." and the
+# full list of 1.33-1.36).
 _CLAIMANTS = re.compile(r"\(e\.g\. \[([^\]]*)\]\)")
+_ALL_CLAIMANTS = re.compile(r"controlled by multiple HPAs: \[([^\]]*)\]")
 
 
 def _unnamed(text: str) -> str:
     # which of the two a pod reports also depends on which pod comes first
     text = _MISSING.sub("<a pod without the request or container>", text)
     text = _NO_CONTAINER.sub("<a pod without the request or container>", text)
+    text = _NO_POD_LEVEL.sub("<a pod without the request or container>", text)
+    text = _ALL_CLAIMANTS.sub(
+        lambda m: "controlled by multiple HPAs: [" + " ".join(sorted(m.group(1).split())) + "]", text
+    )
     return _CLAIMANTS.sub(lambda m: "(e.g. [" + " ".join(sorted(m.group(1).split())) + "])", text)
 
 

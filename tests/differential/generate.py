@@ -57,6 +57,8 @@ class Generator:
             "spec": {"containers": containers},
             "status": {"phase": phase},
         }
+        if r.random() < 0.08:  # pod-level requests (read from 1.34, with PodLevelResources)
+            pod["spec"]["resources"] = {"requests": {"cpu": milli(r.choice([300, 600, 1500]))}}
         if r.random() < 0.97:
             pod["status"]["startTime"] = ts(started)
         if phase == "Running" or r.random() < 0.3:
@@ -246,6 +248,11 @@ class Generator:
                 {"HPAScaleToZero": False},
                 {"HPAGeneration": False},
                 {"HPAScaleToZero": False, "HPAGeneration": False, "HPAOptimizedSelectorStore": False},
+                # gates of the older releases: an alpha turned on, a beta turned off
+                {"HPAScaleToZero": True},
+                {"HPAConfigurableTolerance": True},
+                {"HPAConfigurableTolerance": False},
+                {"PodLevelResources": False},
             ]
         )
         snap: JSON = {
@@ -293,6 +300,17 @@ class Generator:
         if r.random() < 0.04:
             snap["selectingHPAs"] = [f"{NS}/web", f"{NS}/web-canary"]
         return snap
+
+    def external_value(self) -> str:
+        """Mostly ordinary; now and then negative, or near MaxInt64 so that two overflow
+        (the sums' overflow rules differ between releases)."""
+        r = self.rng
+        x = r.random()
+        if x < 0.03:
+            return milli(-r.randrange(1, 5000))
+        if x < 0.06:
+            return "9223372036854775"
+        return milli(r.randrange(0, 100000))
 
     def metric_values(
         self, metrics: list[JSON], pods: list[JSON]
@@ -358,7 +376,8 @@ class Generator:
                         },
                         "metric": {"name": name},
                         "timestamp": ts(odd(r, 0, 30)),
-                        "value": milli(r.randrange(0, 200000)),
+                        # now and then a value whose ratio x pods passes MaxInt32 (capped from 1.35)
+                        "value": "5e12" if r.random() < 0.03 else milli(r.randrange(0, 200000)),
                     }
                 )
             elif kind == "External" and not any(e["metricName"] == name for e in external):
@@ -368,7 +387,7 @@ class Generator:
                             "metricName": name,
                             "metricLabels": {"queue": "ab"[q]},
                             "timestamp": ts(odd(r, 0, 30)),
-                            "value": milli(r.randrange(0, 100000)),
+                            "value": self.external_value(),
                         }
                     )
         return custom, external, errors

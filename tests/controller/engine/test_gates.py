@@ -1,11 +1,12 @@
-"""kube-controller-manager's --feature-gates, with Kubernetes v1.37.2's HPA gates (pure)."""
+"""kube-controller-manager's --feature-gates, with each supported release's HPA gates (pure)."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.engine.gates import GateError, gates_to_wire, parse_gates
+from controller.engine.gates import GateError, defaults, gates_to_wire, parse_gates, resolve
 from controller.engine.model import FeatureGates
+from controller.engine.versions import Release
 
 
 def test_defaults_are_v1_37_2s() -> None:
@@ -14,12 +15,34 @@ def test_defaults_are_v1_37_2s() -> None:
         "HPAScaleToZero": True,
         "HPAGeneration": True,
         "HPAOptimizedSelectorStore": True,
+        "PodLevelResources": True,
     }
+    assert defaults(Release(37)) == FeatureGates()
+
+
+@pytest.mark.parametrize(
+    ("minor", "wire"),
+    [
+        (33, {"HPAConfigurableTolerance": False, "HPAScaleToZero": False, "PodLevelResources": False}),
+        (34, {"HPAConfigurableTolerance": False, "HPAScaleToZero": False, "PodLevelResources": True}),
+        (35, {"HPAConfigurableTolerance": True, "HPAScaleToZero": False, "PodLevelResources": True}),
+        (36, {"HPAConfigurableTolerance": True, "HPAScaleToZero": False, "PodLevelResources": True}),
+    ],
+)
+def test_each_release_has_its_own_gates_and_defaults(minor: int, wire: dict[str, bool]) -> None:
+    rel = Release(minor)
+    assert gates_to_wire(defaults(rel), rel) == wire
 
 
 def test_a_beta_gate_can_be_turned_off() -> None:
-    gates, others = parse_gates("HPAScaleToZero=false,HPAGeneration=False")
+    wanted, others = parse_gates("HPAScaleToZero=false,HPAGeneration=False")
+    gates = resolve(Release(37), wanted)
     assert (gates.hpa_scale_to_zero, gates.hpa_generation, others) == (False, False, [])
+
+
+def test_an_alpha_gate_can_be_turned_on_in_an_older_release() -> None:
+    gates = resolve(Release(34), parse_gates("HPAConfigurableTolerance=true")[0])
+    assert gates.hpa_configurable_tolerance is True
 
 
 def test_a_locked_gate_cannot_be_turned_off_with_kcms_message() -> None:
@@ -27,7 +50,19 @@ def test_a_locked_gate_cannot_be_turned_off_with_kcms_message() -> None:
         GateError,
         match=r"^cannot set feature gate HPAConfigurableTolerance to false, feature is locked to true$",
     ):
-        parse_gates("HPAConfigurableTolerance=false")
+        resolve(Release(37), parse_gates("HPAConfigurableTolerance=false")[0])
+    # before 1.37 the gate is beta and can be turned off
+    assert resolve(Release(36), {"HPAConfigurableTolerance": False}).hpa_configurable_tolerance is False
+
+
+def test_a_gate_the_release_does_not_have_is_refused_on_a_command_line() -> None:
+    with pytest.raises(GateError, match=r"^unrecognized feature gate: HPAGeneration \(Kubernetes 1.35"):
+        resolve(Release(35), {"HPAGeneration": True})
+
+
+def test_a_snapshot_gate_the_release_does_not_have_is_ignored() -> None:
+    gates = resolve(Release(35), {"HPAGeneration": True, "HPAConfigurableTolerance": False}, strict=False)
+    assert (gates.hpa_generation, gates.hpa_configurable_tolerance) == (False, False)
 
 
 def test_a_bad_value_is_kcms_parse_error() -> None:
@@ -38,5 +73,5 @@ def test_a_bad_value_is_kcms_parse_error() -> None:
 
 
 def test_gates_that_do_not_change_hpa_decisions_are_accepted_and_named() -> None:
-    gates, others = parse_gates("SidecarContainers=true,HPAScaleToZero=true")
-    assert (gates.hpa_scale_to_zero, others) == (True, ["SidecarContainers"])
+    wanted, others = parse_gates("SidecarContainers=true,HPAScaleToZero=true")
+    assert (wanted, others) == ({"HPAScaleToZero": True}, ["SidecarContainers"])

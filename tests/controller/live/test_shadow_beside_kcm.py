@@ -1,4 +1,6 @@
-"""Shadow mode beside kube-controller-manager's own HPA controller (v1.37.2, the real binary).
+"""Shadow mode beside kube-controller-manager's own HPA controller (the real binary), at
+Kubernetes v1.37.2 and at an older release (v1.35.4, a control plane of its own): promhpa
+reads the API server's version and decides as that release.
 
 kcm runs with only its HPA controller and owns nine varied HPAs (Pods, Object, External and
 CPU metrics; rate-limit policies up and down, percent policies with selectPolicy Min, a
@@ -17,12 +19,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from localcluster import Cluster
+from localcluster import Cluster, ClusterError
+from localcluster.tools import K8S_OLDER_VERSION, K8S_VERSION
 from tests.support import (
     ROOT,
     AdapterProcess,
@@ -33,6 +37,7 @@ from tests.support import (
     cpu_deployment,
     free_port,
     insecure_tls,
+    missing,
     prefixed_rules,
     register_and_start_adapter,
     start_controller_process,
@@ -203,20 +208,47 @@ class LoadDriver(threading.Thread):
         e.set(f'shadow_queue_depth{{namespace="{NS}",queue="jobs"}}', HPAS["external"][1][self.phase])
 
 
-@pytest.fixture(scope="module")
-def adapter(
+@dataclass
+class Plane:
+    """A control plane at one Kubernetes release, with the adapter serving its metrics."""
+
+    cluster: Cluster
+    adapter: AdapterProcess
+
+
+@pytest.fixture(params=[K8S_VERSION, K8S_OLDER_VERSION])
+def plane(
+    request: pytest.FixtureRequest,
     cluster: Cluster,
     exporter: Exporter,
     prometheus: PrometheusProcess,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[AdapterProcess]:
+) -> Iterator[Plane]:
+    """The session's control plane (K8S_VERSION), or one of the older release whose
+    kube-controller-manager promhpa must agree with as that release (it reads the API
+    server's version to choose)."""
     exporter.set(f'shadow_requests{{namespace="{NS}",pod="seed"}}', 0)
     exporter.set(f'shadow_service_rps{{namespace="{NS}",service="frontend"}}', 0)
     exporter.set(f'shadow_queue_depth{{namespace="{NS}",queue="jobs"}}', 0)
     wait_until(lambda: prometheus.query("shadow_queue_depth") != [], what="scrape")
-    a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("adapter"), CONFIG)
-    yield a
-    stop_adapter(a)
+    own = None
+    if request.param != cluster.k8s_version:
+        own = Cluster(tmp_path_factory.mktemp(f"cluster-{request.param}"), k8s_version=request.param)
+        try:
+            own.up()
+        except ClusterError as e:
+            own.down()
+            missing(f"the {request.param} control plane did not start: {e}")
+    plane_cluster = own or cluster
+    try:
+        a = register_and_start_adapter(plane_cluster, prometheus, tmp_path_factory.mktemp("adapter"), CONFIG)
+        try:
+            yield Plane(plane_cluster, a)
+        finally:
+            stop_adapter(a)
+    finally:
+        if own is not None:
+            own.down()
 
 
 def start_kcm(cluster: Cluster, log: Path) -> subprocess.Popen[bytes]:
@@ -275,10 +307,11 @@ def make_hpas(cluster: Cluster) -> None:
     )
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(480)
 def test_dry_run_beside_kube_controller_manager_finds_no_difference(
-    cluster: Cluster, exporter: Exporter, adapter: AdapterProcess, tmp_path: Path
+    plane: Plane, exporter: Exporter, tmp_path: Path
 ) -> None:
+    cluster = plane.cluster
     make_apps(cluster)
     driver = LoadDriver(cluster, exporter)
     driver.apply()
@@ -307,6 +340,9 @@ def test_dry_run_beside_kube_controller_manager_finds_no_difference(
             driver.phase = phase
             time.sleep(seconds)
         result = shadow(cluster, port)
+        # promhpa decided as the cluster's own release (read from the API server)
+        release = cluster.k8s_version.removeprefix("v").rsplit(".", 1)[0]
+        assert f"kubernetes={release}" in (tmp_path / "promhpa.log").read_text()
         compare = subprocess.run(
             [
                 sys.executable,

@@ -1,8 +1,10 @@
 // promhpa's differential harness: test tooling, never part of the product.
 //
 // hack/build-tools.sh copies this file next to upstream's own pkg/controller/podautoscaler
-// sources (from the Go module cache, at the release we follow) and builds main.go against
-// them, so the code that decides here is upstream's, unchanged. Each input line is one
+// sources (from the Go module cache, at each release we decide as: 1.33 to 1.37) and builds
+// main.go against them, so the code that decides here is upstream's, unchanged. Where the
+// package's internals differ between releases (how the controller stores HPA selectors),
+// one small selectors_*.go.in file per shape is copied beside this one. Each input line is one
 // promhpa snapshot (JSON); the harness wires upstream's HorizontalController to fake
 // clients that answer from the snapshot -- as upstream's horizontal_test.go does -- runs
 // one reconcileAutoscaler, and prints what it wrote (scale, status, events) and remembered
@@ -31,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	scalefake "k8s.io/client-go/scale/fake"
@@ -165,6 +168,37 @@ func PromhpaHarness(in io.Reader, out io.Writer) error {
 	return scanner.Err()
 }
 
+// The gates that change HPA decisions, where this release knows them.
+var decisionGates = []string{
+	"HPAConfigurableTolerance", "HPAScaleToZero", "HPAGeneration", "HPAOptimizedSelectorStore", "PodLevelResources",
+}
+
+// gateDefaults holds this release's own default of each decision gate it knows and does
+// not lock, read once before any snapshot sets one (SetFromMap lasts for the process).
+var gateDefaults map[string]bool
+
+// gatesFor is every known, unlocked decision gate at this release's default, with the
+// snapshot's value where it gives one: a gate one snapshot turned off is back on for the next.
+func gatesFor(wanted map[string]bool) map[string]bool {
+	if gateDefaults == nil {
+		gateDefaults = map[string]bool{}
+		all := utilfeature.DefaultMutableFeatureGate.GetAll()
+		for _, name := range decisionGates {
+			if spec, ok := all[featuregate.Feature(name)]; ok && !spec.LockToDefault {
+				gateDefaults[name] = spec.Default
+			}
+		}
+	}
+	gates := map[string]bool{}
+	for name, def := range gateDefaults {
+		gates[name] = def
+		if v, ok := wanted[name]; ok {
+			gates[name] = v
+		}
+	}
+	return gates
+}
+
 func runOne(line []byte) (interface{}, error) {
 	var raw map[string]interface{}
 	if err := json.Unmarshal(line, &raw); err != nil {
@@ -182,13 +216,7 @@ func runOne(line []byte) (interface{}, error) {
 	if err := json.Unmarshal(shifted, &s); err != nil {
 		return nil, err
 	}
-	gates := map[string]bool{"HPAScaleToZero": true, "HPAGeneration": true, "HPAOptimizedSelectorStore": true}
-	for k, v := range s.Controller.FeatureGates {
-		if _, ok := gates[k]; ok {
-			gates[k] = v
-		}
-	}
-	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gatesFor(s.Controller.FeatureGates)); err != nil {
 		return nil, err
 	}
 	res, err := reconcileOnce(&s)
@@ -352,7 +380,7 @@ func reconcileOnce(s *snapshot) (*outcome, error) {
 		}
 	}
 	self := selectors.Key{Namespace: hpa.Namespace, Name: hpa.Name}
-	a.selectorTracker.PutIfAbsent(hpa.Namespace, self, labels.Nothing())
+	promhpaRegisterSelector(a, self, labels.Nothing())
 	if len(s.SelectingHPAs) > 1 && s.Scale != nil {
 		if sel, err := labels.Parse(s.Scale.Status.Selector); err == nil {
 			for _, other := range s.SelectingHPAs {
@@ -361,7 +389,7 @@ func reconcileOnce(s *snapshot) (*outcome, error) {
 					continue
 				}
 				k := selectors.Key{Namespace: ns, Name: name}
-				a.selectorTracker.PutIfAbsent(ns, k, sel)
+				promhpaRegisterSelector(a, k, sel)
 			}
 		}
 	}

@@ -1,0 +1,118 @@
+"""The Kubernetes releases promhpa decides as (1.33 to 1.37), and every rule that differs.
+
+A cluster's own kube-controller-manager decides by its release's code: switching to
+promhpa, or running it in shadow beside the incumbent, must not change behaviour without
+an upgrade. Each difference below was read from ``pkg/controller/podautoscaler`` of the
+newest patch of each minor (v1.33.13, v1.34.4, v1.35.4, v1.36.3, v1.37.2) and is held
+equal to that code by the differential test; the gates' defaults per minor live in
+``gates``.
+
+| from | what changes |
+|---|---|
+| 1.34 | a memory usage in ``currentMetrics`` is written BinarySI (``Mi``), as metrics-server does |
+| 1.34 | pod-level requests (PodLevelResources gate) are a utilization's denominator |
+| 1.34 | an External AverageValue sum that overflows is capped, and its replicas at MaxInt32 |
+| 1.35 | an Object/External Value proposal is capped at MaxInt32; an External Value sum too |
+| 1.35 | a ContainerResource container missing from a pod is an error (before: request 0) |
+| 1.36 | the ScaledToZero condition: a target the HPA scaled to zero scales up from zero |
+| 1.37 | AmbiguousSelector names at most two HPAs ("e.g."); the Object metric error's wording |
+| 1.37 | ``status.observedGeneration`` (HPAGeneration gate); a condition's ``observedGeneration`` |
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SUPPORTED_MINORS = (33, 34, 35, 36, 37)
+OLDEST, NEWEST = SUPPORTED_MINORS[0], SUPPORTED_MINORS[-1]
+# the patch each minor's rules were read from (and the differential test runs)
+REFERENCE_PATCH = {33: "v1.33.13", 34: "v1.34.4", 35: "v1.35.4", 36: "v1.36.3", 37: "v1.37.2"}
+
+# "1.35", "v1.35", "v1.35.4", "v1.35.4-eks-1a2b", "kube=1.35" (kcm's --emulated-version)
+_VERSION = re.compile(r"^(?:kube=)?v?1\.(\d+)(?:\.\d+)?(?:[-+].*)?$")
+
+
+class VersionError(ValueError):
+    """A Kubernetes version promhpa cannot read."""
+
+
+@dataclass(frozen=True, order=True)
+class Release:
+    """One Kubernetes minor's controller rules; the properties name each difference."""
+
+    minor: int = NEWEST
+
+    def __str__(self) -> str:
+        return f"1.{self.minor}"
+
+    @property
+    def memory_binary_si(self) -> bool:
+        return self.minor >= 34
+
+    @property
+    def reads_pod_level_requests(self) -> bool:
+        return self.minor >= 34
+
+    @property
+    def caps_external_average(self) -> bool:
+        return self.minor >= 34
+
+    @property
+    def caps_usage_ratio(self) -> bool:
+        """Object/External Value: ratio x ready pods capped at MaxInt32, the External sum at MaxInt64."""
+        return self.minor >= 35
+
+    @property
+    def missing_container_is_error(self) -> bool:
+        return self.minor >= 35
+
+    @property
+    def scales_from_zero(self) -> bool:
+        """The ScaledToZero condition and the scale-from-zero path it opens."""
+        return self.minor >= 36
+
+    @property
+    def names_two_claimants(self) -> bool:
+        """AmbiguousSelector: "controlled by more than one HPA (e.g. [a b])"."""
+        return self.minor >= 37
+
+    @property
+    def has_condition_generation(self) -> bool:
+        """A condition's observedGeneration field (the API has it from 1.37)."""
+        return self.minor >= 37
+
+    @property
+    def object_error_wording(self) -> str:
+        """How an Object metric fetch error reads: "new" (1.37) or 1.33-1.36's jumbled one."""
+        return "new" if self.minor >= 37 else "old"
+
+
+def parse_minor(text: str) -> int:
+    """The minor of a Kubernetes version string, in any form a user or /version gives."""
+    m = _VERSION.match(text.strip())
+    if not m:
+        raise VersionError(
+            f"{text!r} is not a Kubernetes version: use 1.MINOR or vMAJOR.MINOR.PATCH, e.g. 1.35 or v1.35.4"
+        )
+    return int(m.group(1))
+
+
+def nearest(minor: int) -> tuple[Release, str | None]:
+    """The supported release for a minor, and a warning when it is outside the range."""
+    if minor < OLDEST:
+        return Release(OLDEST), (
+            f"Kubernetes 1.{minor} is older than the oldest release promhpa decides as (1.{OLDEST}); "
+            f"deciding as 1.{OLDEST}"
+        )
+    if minor > NEWEST:
+        return Release(NEWEST), (
+            f"Kubernetes 1.{minor} is newer than the newest release promhpa decides as (1.{NEWEST}); "
+            f"deciding as 1.{NEWEST}"
+        )
+    return Release(minor), None
+
+
+def release(text: str) -> tuple[Release, str | None]:
+    """``nearest(parse_minor(text))``."""
+    return nearest(parse_minor(text))
