@@ -197,9 +197,15 @@ build_loadgen() {
 # (tests/differential/harness), one per Kubernetes release promhpa decides as
 # (DIFFERENTIAL_VERSIONS). The one internal that differs between releases -- where the
 # controller keeps HPA selectors -- is chosen by what the release's package contains.
+# Cached by release and a hash of the harness sources, so an edit builds new ones.
+differential_hash() {
+  local h; h=$(cd "$(dirname "$0")/../tests/differential/harness" && pwd)
+  cat "$h/main.go.in" "$h/selectors_bimultimap.go.in" "$h/selectors_tracker.go.in" "$h/zz_promhpa_harness.go" \
+    | sha256sum | cut -c1-12
+}
 build_differential() {
   local v=$DIFF_VERSION
-  local w="$CACHE/work/differential-$v" out="$CACHE/bin/hpa-differential-$v"
+  local w="$CACHE/work/differential-$v" out="$CACHE/bin/hpa-differential-$v-$(differential_hash)"
   local here; here=$(cd "$(dirname "$0")/.." && pwd)
   make_wrapper "$w" k8s.io/kubernetes "$v" "v0${v#v1}"
   local src; src=$(go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
@@ -265,7 +271,7 @@ fi
 [[ $only == bench || $only == loadgen ]] && step "loadgen (benchmarks/loadgen)" "$(loadgen_dir)/loadgen" build_loadgen
 if [[ $only == all || $only == differential ]]; then
   for DIFF_VERSION in $DIFFERENTIAL_VERSIONS; do
-    step "hpa-differential $DIFF_VERSION (upstream's controller package)" "$CACHE/bin/hpa-differential-$DIFF_VERSION/hpa-differential" build_differential
+    step "hpa-differential $DIFF_VERSION (upstream's controller package)" "$CACHE/bin/hpa-differential-$DIFF_VERSION-$(differential_hash)/hpa-differential" build_differential
   done
 fi
 echo "$CACHE/bin"

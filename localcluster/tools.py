@@ -3,6 +3,7 @@ the build script, free loopback ports, and the one error type of the package."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import ssl
@@ -108,7 +109,6 @@ class Binaries:
             "helm": f"helm-{HELM_VERSION}/helm",
             "prometheus2": "prometheus-debian/prometheus",
             "prometheus3": f"prometheus-{PROMETHEUS_VERSION}/prometheus",
-            "differential": f"hpa-differential-{K8S_VERSION}/hpa-differential",
             "thanos": f"thanos-{THANOS_VERSION}/thanos",
             "prometheus_adapter": f"prometheus-adapter-{PROMETHEUS_ADAPTER_VERSION}/adapter",
             "keda_operator": f"keda-{KEDA_VERSION}/operator",
@@ -122,8 +122,13 @@ class Binaries:
         return str(self.bin / table[name])
 
     def differential_for(self, version: str) -> str:
-        """upstream's controller package of one release, behind the differential driver."""
-        return str(self.bin / f"hpa-differential-{version}" / "hpa-differential")
+        """upstream's controller package of one release, behind the differential driver
+        (cached by release and a hash of the driver's sources, as hack/build-tools.sh does)."""
+        harness = ROOT / "tests" / "differential" / "harness"
+        names = ["main.go.in", "selectors_bimultimap.go.in", "selectors_tracker.go.in"]
+        names.append("zz_promhpa_harness.go")
+        digest = hashlib.sha256(b"".join((harness / n).read_bytes() for n in names)).hexdigest()[:12]
+        return str(self.bin / f"hpa-differential-{version}-{digest}" / "hpa-differential")
 
     @property
     def kwok_stages(self) -> list[str]:

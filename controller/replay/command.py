@@ -13,6 +13,7 @@ import copy
 import itertools
 import re
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,7 @@ def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
     r.add_argument("-o", "--output", choices=("table", "csv", "json"), default="table")
     r.add_argument("--plot", type=Path, help="draw the replay into this PNG or SVG file")
     live_flags(r)
-    r.set_defaults(func=lambda a: cmd_replay(a, settings(a)))
+    r.set_defaults(func=lambda a: cmd_replay(a, lambda version: settings(a, version)))
 
 
 def _load_hpa(arg: str, kubeconfig: str | None) -> dict[str, Any]:
@@ -159,7 +160,17 @@ def replay(
     return [loop.step(s) for s in steps]
 
 
-def cmd_replay(a: argparse.Namespace, settings: Settings) -> int:
+def _server_version(kubeconfig: str | None) -> str | None:
+    """The cluster's release, which a replay of a live HPA decides as by default."""
+    from shared.kube.client import Kube, load
+
+    return str(asyncio.run(Kube(load(kubeconfig)).get("/version")).get("gitVersion") or "") or None
+
+
+def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Settings]) -> int:
+    """``settings_for`` gives the flags' settings for a server version: a replay of a live
+    HPA decides as that cluster's release unless --emulated-version says otherwise; of a
+    file, as --emulated-version or the newest supported release."""
     from shared.kube.errors import KubeError
 
     from .record import RecordError, default_pod_regex, pod_startup, prometheus, record, rules
@@ -180,6 +191,8 @@ def cmd_replay(a: argparse.Namespace, settings: Settings) -> int:
         requests = dict(kv.split("=", 1) for kv in a.requests.split(",") if "=" in kv)
         if not requests and not Path(a.hpa).exists():
             requests = _live_requests(hpa, a.kubeconfig)
+        live = not Path(a.hpa).exists() and not a.emulated_version
+        settings = settings_for(_server_version(a.kubeconfig) if live else None)
     except (ValueError, OSError, RecordError, argparse.ArgumentTypeError, KubeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

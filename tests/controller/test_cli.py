@@ -183,3 +183,30 @@ def test_run_without_usable_credentials_is_one_clean_line(tmp_path: Path) -> Non
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("error: no usable Kubernetes credentials"), proc.stderr
+
+
+def run_flags(*flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "controller", "run", *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_run_refuses_a_gate_the_emulated_release_does_not_have() -> None:
+    proc = run_flags("--emulated-version=1.35", "--feature-gates=HPAGeneration=true")
+    assert proc.returncode == 2
+    assert "unrecognized feature gate: HPAGeneration (Kubernetes 1.35 does not have it)" in proc.stderr
+
+
+def test_run_refuses_an_emulated_version_that_is_not_one_as_a_usage_error() -> None:
+    proc = run_flags("--emulated-version=banana")
+    assert proc.returncode == 2
+    assert "'banana' is not a Kubernetes version" in proc.stderr
+
+
+def test_run_warns_and_decides_as_the_nearest_release_outside_the_range() -> None:
+    proc = run_flags("--emulated-version=1.29", "--kubeconfig=/nonexistent")
+    assert "warning: Kubernetes 1.29 is older than the oldest release promhpa decides as (1.33)" in proc.stderr

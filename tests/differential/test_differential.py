@@ -7,7 +7,7 @@ snapshot with fake clients; ``decide`` decides the same snapshot, marked with th
 (``controller.kubernetesVersion``); every field must match: the rescale and its size, the
 status (conditions with messages, current metrics), the events and the memory for the next
 reconcile. ``make test`` runs a share with a fixed seed (PROMHPA_DIFF_SNAPSHOTS per release,
-default 1,000 for the older releases and 5,000 for the newest); ``make differential`` runs
+default 2,000 for the older releases and 5,000 for the newest); ``make differential`` runs
 5,000 at each (PROMHPA_DIFF_SNAPSHOTS, PROMHPA_DIFF_SEED).
 """
 
@@ -36,7 +36,7 @@ def snapshots_for(version: str) -> int:
     given = os.environ.get("PROMHPA_DIFF_SNAPSHOTS")
     if given:
         return int(given)
-    return 5000 if version == NEWEST else 1000
+    return 5000 if version == NEWEST else 2000
 
 
 def harness(version: str) -> str:

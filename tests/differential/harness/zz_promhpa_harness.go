@@ -173,6 +173,15 @@ var decisionGates = []string{
 	"HPAConfigurableTolerance", "HPAScaleToZero", "HPAGeneration", "HPAOptimizedSelectorStore", "PodLevelResources",
 }
 
+// Gates that depend on a decision gate (and change no HPA decision): a controller that ran
+// with the decision gate off had them off too, or its release refuses to start.
+var dependentGates = map[string][]string{
+	"PodLevelResources": {
+		"InPlacePodLevelResourcesVerticalScaling", "PodLevelResourceManagers",
+		"PodLevelResourcesFixDefaulting", "PodLevelResourcesFixKubeletQOSClass",
+	},
+}
+
 // gateDefaults holds this release's own default of each decision gate it knows and does
 // not lock, read once before any snapshot sets one (SetFromMap lasts for the process).
 var gateDefaults map[string]bool
@@ -183,7 +192,11 @@ func gatesFor(wanted map[string]bool) map[string]bool {
 	if gateDefaults == nil {
 		gateDefaults = map[string]bool{}
 		all := utilfeature.DefaultMutableFeatureGate.GetAll()
-		for _, name := range decisionGates {
+		names := append([]string{}, decisionGates...)
+		for _, deps := range dependentGates {
+			names = append(names, deps...)
+		}
+		for _, name := range names {
 			if spec, ok := all[featuregate.Feature(name)]; ok && !spec.LockToDefault {
 				gateDefaults[name] = spec.Default
 			}
@@ -192,8 +205,19 @@ func gatesFor(wanted map[string]bool) map[string]bool {
 	gates := map[string]bool{}
 	for name, def := range gateDefaults {
 		gates[name] = def
-		if v, ok := wanted[name]; ok {
-			gates[name] = v
+	}
+	for _, name := range decisionGates {
+		v, ok := wanted[name]
+		if _, known := gateDefaults[name]; !ok || !known {
+			continue
+		}
+		gates[name] = v
+		if !v {
+			for _, dep := range dependentGates[name] {
+				if _, known := gateDefaults[dep]; known {
+					gates[dep] = false
+				}
+			}
 		}
 	}
 	return gates
