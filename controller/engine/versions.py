@@ -12,11 +12,13 @@ equal to that code by the differential test; the gates' defaults per minor live 
 | 1.34 | a memory usage in ``currentMetrics`` is written BinarySI (``Mi``), as metrics-server does |
 | 1.34 | pod-level requests (PodLevelResources gate) are a utilization's denominator |
 | 1.34 | an External AverageValue sum that overflows is capped, and its replicas at MaxInt32 |
+| 1.34 | a conflicting scale write is retried (five attempts, each after a fresh GET) |
 | 1.35 | an Object/External Value proposal is capped at MaxInt32; an External Value sum too |
 | 1.35 | a ContainerResource container missing from a pod is an error (before: request 0) |
 | 1.36 | the ScaledToZero condition: a target the HPA scaled to zero scales up from zero |
 | 1.37 | AmbiguousSelector names at most two HPAs ("e.g."); the Object metric error's wording |
 | 1.37 | ``status.observedGeneration`` (HPAGeneration gate); a condition's ``observedGeneration`` |
+| 1.37 | an added HPA, or one whose spec changed, is reconciled at once (before: after a sync period) |
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ class Release:
         return self.minor >= 34
 
     @property
+    def retries_scale_conflict(self) -> bool:
+        """The live controller retries a conflicting scale write after a fresh GET."""
+        return self.minor >= 34
+
+    @property
     def caps_usage_ratio(self) -> bool:
         """Object/External Value: ratio x ready pods capped at MaxInt32, the External sum at MaxInt64."""
         return self.minor >= 35
@@ -80,6 +87,12 @@ class Release:
     @property
     def has_condition_generation(self) -> bool:
         """A condition's observedGeneration field (the API has it from 1.37)."""
+        return self.minor >= 37
+
+    @property
+    def enqueues_immediately(self) -> bool:
+        """The live controller's cadence: an added HPA or a spec change is reconciled at
+        once (1.37); before, every add and update waits for the sync period."""
         return self.minor >= 37
 
     @property

@@ -8,7 +8,9 @@ set, which yields upstream's FailedRescale condition and event on the same code 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -21,10 +23,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from controller.engine import Decision, ParseMemo, decide, parse_snapshot
 from controller.engine.model import History, Settings, Snapshot
+from controller.engine.versions import Release
 from shared.durations import format_duration
 from shared.kube.client import Kube
 from shared.kube.discovery import RESTMapper
-from shared.kube.errors import KubeError
+from shared.kube.errors import Conflict, KubeError
 from shared.kube.informer import Informer
 
 from .hpa_selectors import SelectorRegistry
@@ -177,7 +180,7 @@ class Reconciler:
                 "spec": {**snap["scale"].get("spec", {}), "replicas": decision.desired_replicas},
             }
             try:
-                await self.kube.put(scale_path, scale, AS_US)
+                await self._write_scale(scale_path, scale, decision.desired_replicas, parsed.settings.release)
                 self.writers[key] = after_our_scale_write(
                     self.writers.get(key, Writers()), decision.desired_replicas
                 )
@@ -214,6 +217,23 @@ class Reconciler:
                     await self.recorder.record(hpa, "Warning", "FailedUpdateStatus", e.message)
         self._observe(namespace, name, decision, time.monotonic() - start)
         return decision
+
+    async def _write_scale(self, path: str, scale: dict[str, Any], replicas: int, release: Release) -> None:
+        """PUT the scale. From 1.34 upstream retries a conflict as client-go's
+        RetryOnConflict(DefaultRetry) does -- five attempts 10 ms apart, each after a fresh
+        GET of the scale; before, a conflict is a failed rescale at once."""
+        attempts = 5 if release.retries_scale_conflict else 1
+        for attempt in range(attempts):
+            try:
+                await self.kube.put(path, scale, AS_US)
+                return
+            except Conflict:
+                if attempt == attempts - 1:
+                    raise
+                await asyncio.sleep(0.01 * (1 + 0.1 * random.random()))
+                with contextlib.suppress(KubeError):  # upstream keeps the old object then
+                    fresh = await self.kube.get(path)
+                    scale = {**fresh, "spec": {**fresh.get("spec", {}), "replicas": replicas}}
 
     async def _another_writer(
         self, key: tuple[str, str], hpa: dict[str, Any], snap: dict[str, Any], now: datetime

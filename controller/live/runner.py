@@ -142,6 +142,7 @@ async def run(opts: Options) -> int:
         count=opts.workers,
         dry_run=opts.dry_run,
         generation_gate=settings.feature_gates.hpa_generation,
+        enqueues_immediately=settings.release.enqueues_immediately,
         elector=elector,
     )
     hpas.on_change = workers.on_hpa

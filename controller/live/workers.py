@@ -32,9 +32,13 @@ class Workers:
         dry_run: bool,
         generation_gate: bool,
         elector: LeaderElector | None,
+        enqueues_immediately: bool = True,
     ) -> None:
         self.reconciler, self.sync_period, self.count = reconciler, sync_period, count
         self.dry_run, self.generation_gate, self.elector = dry_run, generation_gate, elector
+        # 1.37 reconciles an added HPA (and a spec change) at once; up to 1.36 every add
+        # and update waits for the sync period (AddRateLimited), the first list's too
+        self.enqueues_immediately = enqueues_immediately
         self.queue = WorkQueue()
         self._generations: dict[tuple[str, str], object] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -61,7 +65,7 @@ class Workers:
         loop = self._loop
         if loop is None or loop.is_closed():
             return  # before start (the first list is replayed then) or after stop
-        if kind != "DELETED" and known and same_spec:
+        if kind != "DELETED" and ((known and same_spec) or not self.enqueues_immediately):
             loop.call_soon_threadsafe(self.queue.add_rate_limited, key, self.sync_period)
         else:
             loop.call_soon_threadsafe(self.queue.add, key)
@@ -71,7 +75,11 @@ class Workers:
         self._loop = asyncio.get_running_loop()
         for obj in hpas:
             meta = obj.get("metadata", {})
-            self.queue.add((meta.get("namespace", ""), meta.get("name", "")))
+            key = (meta.get("namespace", ""), meta.get("name", ""))
+            if self.enqueues_immediately:
+                self.queue.add(key)
+            else:
+                self.queue.add_rate_limited(key, self.sync_period)
         self._tasks = [asyncio.create_task(self._work()) for _ in range(self.count)]
 
     async def _next(self) -> tuple[str, str] | None:

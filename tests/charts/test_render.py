@@ -165,6 +165,23 @@ def test_controller_flags_follow_the_values() -> None:
     assert not any(a.startswith("--leader-elect") for a in args)
 
 
+def controller_args(*flags: str) -> list[str]:
+    docs = render(URL, *flags)
+    controller = next(d for d in of_kind(docs, "Deployment") if d["metadata"]["name"].endswith("controller"))
+    return list(controller["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def test_controller_decides_as_the_api_servers_release_unless_told() -> None:
+    assert not any(a.startswith("--emulated-version") for a in controller_args())
+    assert "--emulated-version=1.35" in controller_args("--set=controller.emulatedVersion=1.35")
+
+
+def test_an_emulated_version_that_is_not_one_is_refused_by_the_schema() -> None:
+    out = helm("template", "r", str(CHART), URL, "--set=controller.emulatedVersion=latest", check=False)
+    assert out.returncode != 0
+    assert "emulatedVersion" in out.stderr
+
+
 def test_controller_may_only_touch_its_own_lease() -> None:
     role = of_kind(render(URL, release="r"), "Role")[0]
     assert role["rules"] == [

@@ -209,4 +209,6 @@ def test_run_refuses_an_emulated_version_that_is_not_one_as_a_usage_error() -> N
 
 def test_run_warns_and_decides_as_the_nearest_release_outside_the_range() -> None:
     proc = run_flags("--emulated-version=1.29", "--kubeconfig=/nonexistent")
-    assert "warning: Kubernetes 1.29 is older than the oldest release promhpa decides as (1.33)" in proc.stderr
+    assert (
+        "warning: Kubernetes 1.29 is older than the oldest release promhpa decides as (1.33)" in proc.stderr
+    )
