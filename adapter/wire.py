@@ -21,7 +21,9 @@ from .naming import known
 CUSTOM = "custom.metrics.k8s.io"
 EXTERNAL = "external.metrics.k8s.io"
 RESOURCE = "metrics.k8s.io"
-VERSIONS = {CUSTOM: ("v1beta2", "v1beta1"), EXTERNAL: ("v1beta1",), RESOURCE: ("v1beta1",)}
+# each group's versions, preferred first: metrics.k8s.io/v1 (KEP-5207) is what kubectl top
+# asks for first from 1.37; v1beta1 stays for the HPA controller and older clients
+VERSIONS = {CUSTOM: ("v1beta2", "v1beta1"), EXTERNAL: ("v1beta1",), RESOURCE: ("v1", "v1beta1")}
 
 
 @functools.lru_cache(maxsize=512)  # once per resource, not once per item of a 1,000-item answer

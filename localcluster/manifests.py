@@ -27,7 +27,8 @@ def adapter_manifests(
     """
 
     ca = base64.b64encode(ca_bundle_pem).decode()
-    apis = list(ADAPTER_APIS) + ([("v1beta1", "metrics.k8s.io", 100)] if resource_metrics else [])
+    resource = [("v1", "metrics.k8s.io", 200), ("v1beta1", "metrics.k8s.io", 100)]
+    apis = list(ADAPTER_APIS) + (resource if resource_metrics else [])
     objs: list[dict[str, object]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": service, "namespace": namespace}},

@@ -150,7 +150,7 @@ def register_and_start_adapter(
     def available() -> bool:
         out = _json.loads(cluster.kubectl("get", "apiservices", "-o", "json").stdout)["items"]
         mine = [s for s in out if s["spec"].get("service")]
-        return len(mine) == 4 and all(
+        return len(mine) == 5 and all(
             any(
                 c["type"] == "Available" and c["status"] == "True"
                 for c in s.get("status", {}).get("conditions", [])

@@ -109,6 +109,7 @@ def test_apiservices_are_available_and_listed(
         "custom.metrics.k8s.io/v1beta2",
         "custom.metrics.k8s.io/v1beta1",
         "external.metrics.k8s.io/v1beta1",
+        "metrics.k8s.io/v1",
         "metrics.k8s.io/v1beta1",
     }
     # the apiserver's aggregated discovery refreshes a little after an APIService turns Available
@@ -118,14 +119,32 @@ def test_apiservices_are_available_and_listed(
         what="the metric groups in discovery",
     )
     resources = cluster.kubectl("api-resources").stdout
-    for group in (
+    for group in (  # each group's preferred version
         "custom.metrics.k8s.io/v1beta2",
         "external.metrics.k8s.io/v1beta1",
-        "metrics.k8s.io/v1beta1",
+        "metrics.k8s.io/v1",
     ):
         assert group in resources
     _, listing = raw(cluster, "/apis/custom.metrics.k8s.io/v1beta2")
     assert "pods/requests" in {r["name"] for r in listing["resources"]}
+
+
+def test_kubectl_top_reads_metrics_k8s_io_v1(
+    cluster: Cluster, registered: tuple[AdapterProcess, list[str]]
+) -> None:
+    """kubectl 1.37 asks for the first metrics.k8s.io version discovery lists that it
+    supports (v1, then v1beta1): promhpa's v1 answers it."""
+    _, pods = registered
+    wait_until(
+        lambda: "metrics.k8s.io/v1" in cluster.kubectl("api-versions").stdout.split(),
+        timeout=30,
+        what="metrics.k8s.io/v1 in discovery",
+    )
+    out = cluster.kubectl("-n", "shop", "top", "pods", "-l", "app=web", "-v=6")
+    assert "/apis/metrics.k8s.io/v1/namespaces/shop/pods" in out.stderr, out.stderr[-2000:]
+    assert "/apis/metrics.k8s.io/v1beta1/" not in out.stderr
+    rows = {line.split()[0]: line.split()[1] for line in out.stdout.splitlines()[1:]}
+    assert rows == {pods[0]: "100m", pods[1]: "200m"}
 
 
 def test_custom_metric_for_deployment_pods_through_the_aggregator(

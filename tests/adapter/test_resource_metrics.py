@@ -77,3 +77,18 @@ def test_missing_pod_is_404(adapter: AdapterProcess) -> None:
     code, body = adapter.get(f"{BASE}/namespaces/default/pods/nope")
     assert code == 404
     assert "nope" in body["message"]
+
+
+def test_v1_serves_the_same_pod_metrics_as_v1beta1(adapter: AdapterProcess) -> None:
+    code, v1 = adapter.get("/apis/metrics.k8s.io/v1/namespaces/default/pods/web-0")
+    assert code == 200
+    assert v1["apiVersion"] == "metrics.k8s.io/v1"
+    _, beta = adapter.get(f"{BASE}/namespaces/default/pods/web-0")
+    assert v1["containers"] == beta["containers"]
+
+
+def test_discovery_prefers_v1(adapter: AdapterProcess) -> None:
+    code, group = adapter.get("/apis/metrics.k8s.io")
+    assert code == 200
+    assert group["preferredVersion"]["version"] == "v1"
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
