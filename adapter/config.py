@@ -17,6 +17,8 @@ from pathlib import Path
 
 import yaml
 
+from . import goregexp
+from .goregexp import GoRegexp
 from .templates import Template, TemplateError
 from .upstream_config import Upstream, parse_upstreams
 
@@ -41,7 +43,7 @@ class GroupResource:
 
 @dataclass(frozen=True)
 class SeriesFilter:
-    pattern: re.Pattern[str]
+    pattern: GoRegexp
     negate: bool  # isNot
 
     def keep(self, name: str) -> bool:
@@ -58,7 +60,7 @@ class Resources:
 
 @dataclass(frozen=True)
 class Naming:
-    matches: re.Pattern[str]
+    matches: GoRegexp
     as_: str
 
 
@@ -135,6 +137,7 @@ _BACKEND_KEYS = {
     "name", "url", "headers", "params", "timeout", "method", "caFile", "bearerTokenFile",
     "clientCertFile", "clientKeyFile", "username", "passwordFile", "insecureSkipTLSVerify",
 }  # fmt: skip
+_ANY = goregexp.compile(".*")
 _BACKEND_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
@@ -184,11 +187,12 @@ class _Checker:
             raise self.fail(node, path, "must be true or false")
         return str(node.value).lower() in ("true", "yes", "on")
 
-    def regex(self, node: yaml.Node, path: str) -> re.Pattern[str]:
+    def regex(self, node: yaml.Node, path: str) -> GoRegexp:
+        """Go's regexp (RE2 syntax), as prometheus-adapter compiles it (``goregexp``)."""
         text = self.string(node, path)
         try:
-            return re.compile(_go_regex(text))
-        except re.error as e:
+            return goregexp.compile(text)
+        except goregexp.GoRegexpError as e:
             raise self.fail(node, path, f"invalid regular expression {text!r}: {e}") from None
 
     def template(self, node: yaml.Node, path: str, fields: frozenset[str] = QUERY_FIELDS) -> Template:
@@ -220,11 +224,6 @@ def _kind(node: yaml.Node) -> str:
     if isinstance(node, yaml.SequenceNode):
         return "a list"
     return f"the scalar {node.value!r}"
-
-
-def _go_regex(text: str) -> str:
-    """Go RE2 syntax to Python's: named groups (?P<n>...) are shared; \\z is Python's \\Z."""
-    return text.replace(r"\z", r"\Z")
 
 
 def _resources(c: _Checker, node: yaml.Node | None, path: str, external: bool) -> Resources:
@@ -270,11 +269,11 @@ def _plural(resource: str) -> str:
 
 def _naming(c: _Checker, node: yaml.Node | None, path: str) -> Naming:
     if node is None:
-        return Naming(re.compile(".*"), "$0")
+        return Naming(_ANY, "$0")
     m = c.mapping(node, path, {"matches", "as"})
-    matches = c.regex(m["matches"], f"{path}.matches") if "matches" in m else re.compile(".*")
+    matches = c.regex(m["matches"], f"{path}.matches") if "matches" in m else _ANY
     if matches.pattern == "":
-        matches = re.compile(".*")
+        matches = _ANY
     as_ = c.string(m["as"], f"{path}.as") if "as" in m else ""
     if not as_:
         groups = matches.groups

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from shared.kube.resources import Resource, by_plural, by_singular
 
 from .config import GroupResource, Naming, Resources
+from .goregexp import expand
 
 NAMESPACES = GroupResource("", "namespaces")
 PODS = GroupResource("", "pods")
@@ -43,48 +44,11 @@ def singular(gr: GroupResource) -> str:
     return found.singular if found else gr.resource.removesuffix("s")
 
 
-def _expand(template: str, match: re.Match[str]) -> str:
-    """Go's Regexp.Expand: $1, ${1}, $name, ${name}; $$ is a dollar; unknown names are empty."""
-    out: list[str] = []
-    i = 0
-    while i < len(template):
-        ch = template[i]
-        if ch != "$" or i + 1 >= len(template):
-            out.append(ch)
-            i += 1
-            continue
-        nxt = template[i + 1]
-        if nxt == "$":
-            out.append("$")
-            i += 2
-            continue
-        if nxt == "{":
-            end = template.find("}", i + 2)
-            if end < 0:
-                out.append(ch)
-                i += 1
-                continue
-            name, i = template[i + 2 : end], end + 1
-        else:
-            m = re.match(r"[A-Za-z0-9_]+", template[i + 1 :])
-            if not m:
-                out.append(ch)
-                i += 1
-                continue
-            name, i = m.group(0), i + 1 + m.end()
-        try:
-            value = match.group(int(name)) if name.isdigit() else match.group(name)
-        except IndexError:  # no such group: Go expands it to nothing
-            value = ""
-        out.append(value or "")
-    return "".join(out)
-
-
 def metric_name(naming: Naming, series: str) -> str:
     m = naming.matches.search(series)
     if m is None:
         raise NamingError(f"series name {series!r} did not match expected pattern {naming.matches.pattern!r}")
-    return _expand(naming.as_, m)
+    return expand(naming.matches, naming.as_, m)
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,12 @@ in file order); every other metric is promhpa's own.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import yaml
+
+from .goregexp import GoRegexp, whole
 
 if TYPE_CHECKING:
     from .config import _Checker
@@ -47,8 +48,8 @@ class Upstream:
     client_cert: str | None = None
     client_key: str | None = None
     timeout: float = 5.0
-    external: tuple[re.Pattern[str], ...] = ()
-    custom: tuple[re.Pattern[str], ...] = ()
+    external: tuple[GoRegexp, ...] = ()  # each anchored at both ends (``goregexp.whole``)
+    custom: tuple[GoRegexp, ...] = ()
     namespaces: tuple[str, ...] = ()
     line: int = 0
 
@@ -57,12 +58,12 @@ class Upstream:
         if self.namespaces and namespace not in self.namespaces:
             return False
         patterns = self.external if api == "external" else self.custom
-        return any(p.fullmatch(metric) for p in patterns)
+        return any(p.search(metric) for p in patterns)
 
     def pattern_for(self, api: str, metric: str) -> str | None:
         """The pattern routing ``metric`` here (for messages), or None."""
         for p in self.external if api == "external" else self.custom:
-            if p.fullmatch(metric):
+            if p.search(metric):
                 return p.pattern
         return None
 
@@ -110,10 +111,11 @@ def parse_upstreams(c: _Checker, node: yaml.Node, taken: set[str]) -> tuple[Upst
     return tuple(out)
 
 
-def _patterns(c: _Checker, m: dict[str, yaml.Node], key: str, path: str) -> tuple[re.Pattern[str], ...]:
+def _patterns(c: _Checker, m: dict[str, yaml.Node], key: str, path: str) -> tuple[GoRegexp, ...]:
     if key not in m:
         return ()
-    return tuple(c.regex(x, f"{path}.{key}[{j}]") for j, x in enumerate(c.seq(m[key], f"{path}.{key}")))
+    nodes = enumerate(c.seq(m[key], f"{path}.{key}"))
+    return tuple(whole(c.regex(x, f"{path}.{key}[{j}]")) for j, x in nodes)
 
 
 def routed(upstreams: tuple[Upstream, ...], api: str, metric: str, namespace: str | None) -> Upstream | None:

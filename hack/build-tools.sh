@@ -226,6 +226,19 @@ build_differential() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# Go's regexp behind a JSON driver (tests/adapter/goregexp, test tooling): the regex
+# differential test's reference. Standard library only; cached by a hash of its source.
+goregexp_dir() {
+  local here; here=$(cd "$(dirname "$0")/.." && pwd)
+  echo "$CACHE/bin/goregexp-$(cat "$here/tests/adapter/goregexp/go.mod" "$here/tests/adapter/goregexp/main.go" | sha256sum | cut -c1-12)"
+}
+build_goregexp() {
+  local here out; here=$(cd "$(dirname "$0")/.." && pwd); out=$(goregexp_dir)
+  mkdir -p "$out.tmp"
+  (cd "$here/tests/adapter/goregexp" && go build -trimpath -o "$out.tmp/goregexp" .)
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 # KEDA's operator and metrics server, and its CRDs from the same module zip. Its go.mod
 # replaces one dependency with another version (not a local path), which `go install`
 # refuses: a wrapper module carries the same replace lines.
@@ -269,6 +282,7 @@ fi
 [[ $only == all || $only == keda ]] && step "keda $KEDA_VERSION (operator, metrics server)" "$CACHE/bin/keda-$KEDA_VERSION/operator" build_keda
 # only for the benchmarks (make bench-adapter / bench-controller), not the tests
 [[ $only == bench || $only == loadgen ]] && step "loadgen (benchmarks/loadgen)" "$(loadgen_dir)/loadgen" build_loadgen
+[[ $only == all || $only == goregexp ]] && step "goregexp (Go's regexp, for the regex differential test)" "$(goregexp_dir)/goregexp" build_goregexp
 if [[ $only == all || $only == differential ]]; then
   for DIFF_VERSION in $DIFFERENTIAL_VERSIONS; do
     step "hpa-differential $DIFF_VERSION (upstream's controller package)" "$CACHE/bin/hpa-differential-$DIFF_VERSION-$(differential_hash)/hpa-differential" build_differential

@@ -121,6 +121,14 @@ class Binaries:
             raise AttributeError(name)
         return str(self.bin / table[name])
 
+    @property
+    def goregexp(self) -> str:
+        """Go's regexp behind a JSON driver (cached by a hash of its source, as
+        hack/build-tools.sh does)."""
+        src = ROOT / "tests" / "adapter" / "goregexp"
+        digest = hashlib.sha256((src / "go.mod").read_bytes() + (src / "main.go").read_bytes()).hexdigest()
+        return str(self.bin / f"goregexp-{digest[:12]}" / "goregexp")
+
     def differential_for(self, version: str) -> str:
         """upstream's controller package of one release, behind the differential driver
         (cached by release and a hash of the driver's sources, as hack/build-tools.sh does)."""

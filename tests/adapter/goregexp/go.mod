@@ -1,0 +1,3 @@
+module promhpa.local/goregexp
+
+go 1.22
