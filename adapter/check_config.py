@@ -16,14 +16,16 @@ from datetime import timedelta
 from pathlib import Path
 
 from shared.kube.resources import WELL_KNOWN
+from shared.textfile import decode_text
 
 from .backends import Backends
-from .config import ConfigError, Rule, parse_config
+from .config import Rule, read_config
 from .naming import ResourceMapper, known
 from .promapi import PrometheusAPI, PrometheusRejected, PrometheusUnavailable
 from .promql import QueryError
 from .queries import ObjectQuery, custom_query, external_query
 from .registry import index_series
+from .rule_lint import lint
 from .templates import TemplateError
 from .upstream_config import Upstream
 
@@ -48,10 +50,12 @@ def _resource_errors(path: str, rule: Rule, served: dict[str, set[str]] | None) 
             where = f" in group {gr.group!r}" if gr.group else ""
             missing = "API group" if gr.group and gr.group not in served else "resource"
             otherwise = f": the cluster serves no such {missing}"
+        spelled, line = rule.resources.written.get(label, (gr.resource, 0))
         hint = difflib.get_close_matches(gr.resource, names, n=1)
+        at = f"{path}:{line}" if line else path
         out.append(
-            f"{path}: {rule.kind}[{rule.index}].resources.overrides.{label}: unknown resource "
-            f"{gr.resource!r}{where}" + (f" (did you mean {hint[0]!r}?)" if hint else otherwise)
+            f"{at}: {rule.kind}[{rule.index}].resources.overrides.{label}: unknown resource "
+            f"{spelled!r}{where}" + (f" (did you mean {hint[0]!r}?)" if hint else otherwise)
         )
     return out
 
@@ -78,6 +82,7 @@ class Verdict:
     report: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     unverified: list[str] = field(default_factory=list)  # Prometheus could not answer
+    warnings: list[str] = field(default_factory=list)  # worth a look, never a refusal
     invalid_file: bool = False
 
 
@@ -93,14 +98,27 @@ async def validate(
     rendered query; with ``served`` (the cluster's resources) every override is proven to
     exist. ``check-config`` prints it; the rules webhook denies a ConfigMap by it."""
     v = Verdict()
-    try:
-        config = parse_config(text, source)
-    except ConfigError as e:
-        v.errors.append(str(e))
+    config, problems = read_config(text, source)
+    if problems or config is None:
+        # every problem of the file at once: what could be read is linted too
+        v.errors += problems
         v.invalid_file = True
+        if config is not None:
+            findings = lint(config)
+            rules = config.rules + config.external_rules
+            v.errors += [err for rule in rules for err in _resource_errors(source, rule, served)]
+            v.errors += findings.errors
+            v.warnings += findings.warnings
         return v
     rules = config.rules + config.external_rules
     v.errors += [err for rule in rules for err in _resource_errors(source, rule, served)]
+    findings = lint(config)
+    v.errors += findings.errors
+    v.warnings += findings.warnings
+    if not rules and config.resource_rules is None and not config.upstreams:
+        v.warnings.append(
+            f"{source}: no rules: the adapter would serve no custom, external or resource metrics"
+        )
     v.report.append(
         f"{source}: {len(config.rules)} custom rule(s), {len(config.external_rules)} external rule(s), "
         f"resource rules {'present' if config.resource_rules else 'absent'}"
@@ -136,19 +154,28 @@ async def check_config(
     """0: every check passed; 1: a rule can never work (an unknown resource, a query
     Prometheus refuses, Prometheus or the cluster unreachable); 2: the file itself is invalid."""
     try:
-        text = Path(path).read_text()
+        text = decode_text(Path(path).read_bytes())
     except OSError as e:
         print(f"error: cannot read {path}: {e.strerror}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"error: {path}: {e}", file=sys.stderr)
         return 2
     v = await validate(text, path, prom, max_age, served)
     for line in v.report:
         print(line)
+    for warning in v.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     errors = v.errors + v.unverified  # here, unproven counts as failed
     for err in errors:
         print(f"error: {err}", file=sys.stderr)
     if v.invalid_file:
+        print(f"{len(errors)} error(s)")
         return 2
-    print("OK" if not errors else f"{len(errors)} error(s)")
+    if errors:
+        print(f"{len(errors)} error(s)")
+    else:
+        print("OK" + (f" ({len(v.warnings)} warning(s))" if v.warnings else ""))
     return 1 if errors else 0
 
 

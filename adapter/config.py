@@ -12,19 +12,31 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
+
+from shared.textfile import decode_text
 
 from . import goregexp
 from .goregexp import GoRegexp
 from .templates import Template, TemplateError
 from .upstream_config import Upstream, parse_upstreams
 
+T = TypeVar("T")
+
 
 class ConfigError(ValueError):
-    """A rule file problem; the message names file, line and key path."""
+    """A rule file's problems; each message names file, line and key path. ``messages``
+    holds every problem found in one reading (one per line of ``str()``)."""
+
+    def __init__(self, message: str, messages: list[str] | None = None) -> None:
+        self.messages = messages if messages is not None else [message]
+        super().__init__("\n".join(self.messages))
 
 
 # the fields prometheus-adapter's templates offer
@@ -56,6 +68,8 @@ class Resources:
     overrides: dict[str, GroupResource] = field(default_factory=dict)
     template: Template | None = None
     namespaced: bool = True  # externalRules only
+    # label -> (the resource as the user wrote it, its line): messages quote the user's words
+    written: dict[str, tuple[str, int]] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,8 @@ class Rule:
     metrics_query: Template
     line: int = 0  # of metricsQuery in the file, for messages about the query itself
     backend: str = ""  # a name from ``backends``; "" is the command line's Prometheus
+    series_line: int = 0  # of seriesQuery
+    name_line: int = 0  # of name.as (0: no name.as)
 
 
 @dataclass(frozen=True)
@@ -231,6 +247,7 @@ def _resources(c: _Checker, node: yaml.Node | None, path: str, external: bool) -
         return Resources()
     m = c.mapping(node, path, _RESOURCES_KEYS if external else _RESOURCES_KEYS - {"namespaced"})
     overrides: dict[str, GroupResource] = {}
+    written: dict[str, tuple[str, int]] = {}
     if "overrides" in m:
         om = m["overrides"]
         if not isinstance(om, yaml.MappingNode):
@@ -240,16 +257,18 @@ def _resources(c: _Checker, node: yaml.Node | None, path: str, external: bool) -
             gr = c.mapping(v, f"{path}.overrides.{label}", {"group", "resource"})
             if "resource" not in gr:
                 raise c.fail(v, f"{path}.overrides.{label}", "needs a 'resource'")
+            as_written = c.string(gr["resource"], "")
             overrides[label] = GroupResource(
-                c.string(gr["group"], "") if "group" in gr else "", _plural(c.string(gr["resource"], ""))
+                c.string(gr["group"], "") if "group" in gr else "", _plural(as_written)
             )
+            written[label] = (as_written, gr["resource"].start_mark.line + 1)
     template = None
     if "template" in m:
         template = c.template(m["template"], f"{path}.template", RESOURCE_FIELDS)
         if ".Resource" not in template.text:
             raise c.fail(m["template"], f"{path}.template", "must contain <<.Resource>>")
     namespaced = c.boolean(m["namespaced"], f"{path}.namespaced") if "namespaced" in m else True
-    return Resources(overrides, template, namespaced)
+    return Resources(overrides, template, namespaced, written)
 
 
 _IRREGULAR = {"endpoints": "endpoints", "ingress": "ingresses", "networkpolicy": "networkpolicies"}
@@ -317,7 +336,17 @@ def _rule(c: _Checker, node: yaml.Node, path: str, index: int, kind: str) -> Rul
         metrics_query=c.template(m["metricsQuery"], f"{path}.metricsQuery"),
         line=m["metricsQuery"].start_mark.line + 1,
         backend=c.string(m["backend"], f"{path}.backend") if "backend" in m else "",
+        series_line=m["seriesQuery"].start_mark.line + 1,
+        name_line=_as_line(m.get("name")),
     )
+
+
+def _as_line(node: yaml.Node | None) -> int:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if k.value == "as":
+                return int(v.start_mark.line) + 1
+    return 0
 
 
 def _resource_rules(c: _Checker, node: yaml.Node) -> ResourceRules:
@@ -447,36 +476,73 @@ def _known_backend(c: _Checker, node: yaml.Node, path: str, names: set[str]) -> 
 
 
 def parse_config(text: str, source: str = "<config>") -> Config:
+    """The rule file, or ConfigError naming every problem found (``read_config``)."""
+    config, errors = read_config(text, source)
+    if errors or config is None:
+        raise ConfigError(errors[0] if errors else f"{source}: invalid", errors)
+    return config
+
+
+def read_config(text: str, source: str = "<config>") -> tuple[Config | None, list[str]]:
+    """The rule file read as far as it goes, and every problem found on the way: each rule,
+    the resource rules, the backends and the upstreams are read on their own, so one bad
+    rule does not hide the next (three errors, one round of ``helm upgrade``). The Config
+    holds the parts that were read (None when the file is not a rule file at all)."""
     try:
         root = yaml.compose(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
-        raise ConfigError(f"{source}{line}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
+        return None, [f"{source}{line}: not valid YAML: {getattr(e, 'problem', None) or e}"]
     c = _Checker(source)
     if root is None:
-        return Config((), (), None, source)
-    top = c.mapping(root, "", _TOP_KEYS)
-    rules = tuple(
-        _rule(c, n, f"rules[{i}]", i, "rules")
-        for i, n in enumerate(c.seq(top["rules"], "rules") if "rules" in top else [])
-    )
-    external = tuple(
-        _rule(c, n, f"externalRules[{i}]", i, "externalRules")
-        for i, n in enumerate(c.seq(top["externalRules"], "externalRules") if "externalRules" in top else [])
-    )
-    resource_rules = _resource_rules(c, top["resourceRules"]) if "resourceRules" in top else None
-    backends = _backends(c, top["backends"]) if "backends" in top else ()
-    _check_backend_refs(c, top, {b.name for b in backends})
+        return Config((), (), None, source), []
+    errors: list[str] = []
+
+    def attempt(read: Callable[[], T], default: T) -> T:
+        try:
+            return read()
+        except ConfigError as e:
+            errors.extend(e.messages)
+            return default
+
+    top = attempt(lambda: c.mapping(root, "", _TOP_KEYS), None)
+    if top is None:
+        return None, errors
+    parsed: dict[str, list[Rule]] = {"rules": [], "externalRules": []}
+    for key in parsed:
+        nodes: list[yaml.Node] = []
+        if key in top:
+            nodes = attempt(partial(c.seq, top[key], key), [])
+        for i, n in enumerate(nodes):
+            rule = attempt(partial(_rule, c, n, f"{key}[{i}]", i, key), None)
+            if rule is not None:
+                parsed[key].append(rule)
+    resource_rules: ResourceRules | None = None
+    if "resourceRules" in top:
+        resource_rules = attempt(lambda: _resource_rules(c, top["resourceRules"]), None)
+    backends: tuple[Backend, ...] = ()
+    if "backends" in top:
+        backends = attempt(lambda: _backends(c, top["backends"]), ())
+    attempt(lambda: _check_backend_refs(c, top, {b.name for b in backends}), None)
     taken = {b.name for b in backends}
-    upstreams = parse_upstreams(c, top["upstreams"], taken) if "upstreams" in top else ()
-    return Config(rules, external, resource_rules, source, backends, upstreams)
+    upstreams: tuple[Upstream, ...] = ()
+    if "upstreams" in top:
+        upstreams = attempt(lambda: parse_upstreams(c, top["upstreams"], taken), ())
+    config = Config(
+        tuple(parsed["rules"]), tuple(parsed["externalRules"]), resource_rules, source, backends, upstreams
+    )
+    return config, errors
 
 
 def load_config(path: str | Path) -> Config:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except OSError as e:
         raise ConfigError(f"{p}: cannot read: {e.strerror or e}") from None
+    try:
+        text = decode_text(data)
+    except ValueError as e:
+        raise ConfigError(f"{p}: {e}") from None
     return parse_config(text, str(p))

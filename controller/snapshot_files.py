@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import yaml
+
+from shared.textfile import decode_text
 
 _Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -33,9 +36,12 @@ class SnapshotFileError(ValueError):
 def load_documents(path: str) -> Iterator[Any]:
     """Yield each document in a file (a YAML stream may hold several snapshots)."""
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        text = decode_text(data)
     except OSError as e:
         raise SnapshotFileError(f"cannot read: {e.strerror or e}") from None
+    except ValueError as e:  # UTF-16, binary, not UTF-8: one line, not a traceback
+        raise SnapshotFileError(str(e)) from None
     if text.lstrip().startswith("{"):
         try:
             yield json.loads(text)

@@ -83,7 +83,10 @@ def test_unknown_resource_is_an_error_without_prometheus(tmp_path: Path) -> None
     )
     out = run(str(cfg))
     assert out.returncode == 1
-    assert "unknown resource 'namespacezs' (did you mean 'namespaces'?)" in out.stderr
+    assert (
+        "rules.yaml:3: rules[0].resources.overrides.namespace: unknown resource 'namespacez' "
+        "(did you mean 'namespaces'?)" in out.stderr
+    )
     assert "skipped (no --prometheus-url)" in out.stdout
 
 
@@ -128,11 +131,11 @@ def test_resources_are_proven_against_the_clusters_discovery(cluster: Cluster, t
     out = run(str(cfg), f"--kubeconfig={cluster.kubeconfig}")
     assert out.returncode == 1, out.stdout
     assert (
-        f"{cfg}: rules[0].resources.overrides.deploy: unknown resource 'deploymentzs' in group 'apps' "
+        f"{cfg}:6: rules[0].resources.overrides.deploy: unknown resource 'deploymentz' in group 'apps' "
         "(did you mean 'deployments'?)" in out.stderr
     )
     assert (
-        f"{cfg}: rules[0].resources.overrides.widget: unknown resource 'widgets' in group "
+        f"{cfg}:7: rules[0].resources.overrides.widget: unknown resource 'widget' in group "
         "'checks.promhpa.io': the cluster serves no such API group" in out.stderr
     )
     assert "overrides.namespace" not in out.stderr  # the core group's namespaces exist
@@ -179,3 +182,81 @@ def widget_crd() -> dict[str, Any]:
             ],
         },
     }
+
+
+THREE_MISTAKES = """rules:
+- seriesQuery: 'queue_depth{'
+  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+  name: {matches: '^(.*)_total$', as: "$1_per_second"}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m]) by (<<.GroupBy>>)'
+- seriesQuery: 'x'
+  resourcez: {}
+  metricsQuery: 'x'
+- seriesQuery: 'http_requests_total{namespace!=""}'
+  resources: {overrides: {namespace: {resource: namespace}}}
+  name: {matches: '^(.*)_total$', as: "${2}"}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+
+
+def test_every_error_of_a_file_is_reported_in_one_run_with_its_line(tmp_path: Path) -> None:
+    cfg = tmp_path / "rules.yaml"
+    cfg.write_text(THREE_MISTAKES)
+    out = run(str(cfg))
+    assert out.returncode == 2
+    errors = [ln for ln in out.stderr.splitlines() if ln.startswith("error: ")]
+    assert errors == [
+        f"error: {cfg}:7: rules[1].resourcez: unknown key (did you mean 'resources'?)",
+        f"error: {cfg}:2: rules[0].seriesQuery: 'queue_depth{{' is not PromQL: "
+        "unexpected end of input inside braces",
+        f'error: {cfg}:5: rules[0].metricsQuery: renders to \'sum(rate(queue_depth{{namespace="default",'
+        'pod="example"}[2m]) by (pod)\', which is not PromQL: unclosed left parenthesis',
+        f"error: {cfg}:4: rules[0].name.as: $1_per_second refers to a group named '1_per_second', which "
+        "'matches' does not define: Go expands it to nothing; write ${1}_per_second for group 1 followed "
+        "by '_per_second'",
+        f"error: {cfg}:11: rules[2].name.as: ${{2}} refers to group 2, but 'matches' has 1 capture group(s): "
+        "Go expands it to nothing",
+    ]
+    assert out.stdout.strip().endswith("5 error(s)")
+
+
+def test_go_regex_syntax_is_accepted_and_perl_only_syntax_refused(tmp_path: Path) -> None:
+    cfg = tmp_path / "rules.yaml"
+    ok = (
+        "rules:\n- seriesQuery: 'x'\n  resources: {template: <<.Resource>>}\n"
+        "  name: {matches: '%s'}\n  metricsQuery: 'x'\n"
+    )
+    cfg.write_text(ok % r"^[[:alpha:]_]+_total$")
+    assert run(str(cfg)).returncode == 0
+    cfg.write_text(ok % r"^\p{L}+_total$")
+    assert run(str(cfg)).returncode == 0
+    cfg.write_text(ok % r"^(?!x)(.*)$")
+    out = run(str(cfg))
+    assert out.returncode == 2
+    assert (
+        "rules[0].name.matches: invalid regular expression '^(?!x)(.*)$': invalid perl operator: (?!"
+        in out.stderr
+    )
+    assert "Warning" not in out.stderr
+
+
+def test_an_empty_file_is_warned_about(tmp_path: Path) -> None:
+    cfg = tmp_path / "rules.yaml"
+    cfg.write_text("")
+    out = run(str(cfg))
+    assert out.returncode == 0
+    assert "warning: " in out.stderr
+    assert "no rules: the adapter would serve no custom, external or resource metrics" in out.stderr
+    assert "OK (1 warning(s))" in out.stdout
+
+
+def test_a_utf16_or_binary_file_is_one_error_line(tmp_path: Path) -> None:
+    utf16, binary = tmp_path / "utf16.yaml", tmp_path / "binary.yaml"
+    utf16.write_bytes("rules: []\n".encode("utf-16"))
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00")
+    for path, said in ((utf16, "is UTF-16 encoded; save it as UTF-8"), (binary, "is not a text file")):
+        out = run(str(path))
+        assert out.returncode == 2
+        assert out.stderr.startswith(f"error: {path}: {said}")
+        assert "Traceback" not in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1
