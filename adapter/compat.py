@@ -41,6 +41,27 @@ MAPPED = [
     Compat("--authorization-webhook-cache-authorized-ttl", "--auth-cache-ttl", "one TTL for auth answers"),
 ]
 IGNORED = [
+    Compat(
+        "--client-qps",
+        None,
+        "the adapter reads the Kubernetes API through watches (informers), not per-request calls",
+    ),
+    Compat(
+        "--client-burst",
+        None,
+        "the adapter reads the Kubernetes API through watches (informers), not per-request calls",
+    ),
+    Compat(
+        "--discovery-interval",
+        None,
+        "resources are mapped from the rule file's overrides and the well-known table; "
+        "check-config --kubeconfig proves them against the cluster's discovery",
+    ),
+    Compat(
+        "--enable-priority-and-fairness",
+        None,
+        "the adapter bounds concurrent requests itself (--max-requests-inflight)",
+    ),
     Compat("--disable-http2", None, "the adapter serves HTTP/1.1 only"),
     Compat("--http2-max-streams-per-connection", None, "the adapter serves HTTP/1.1 only"),
     Compat(

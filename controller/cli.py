@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+import structlog
+
+from controller import kcm_flags
 from controller.endpoint_client import EndpointError
 from controller.engine import Decision, SnapshotError, decide, parse_snapshot
 from controller.engine.explain import explain
@@ -159,7 +162,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from shared import eventloop
     from shared.logging import configure
 
+    warnings, errors = kcm_flags.apply(args, getattr(args, "argv", []))
+    if errors:
+        for error in errors:
+            print(f"error: {error}", file=sys.stderr)
+        return 2
     configure(json=args.log_format == "json", level=args.log_level)
+    for warning in warnings:
+        structlog.get_logger("controller").warning("flag_ignored", detail=warning)
     if args.emulated_version:
         _settings(args)  # the release is known: a gate it refuses is a usage error before connecting
     opts = Options(
@@ -335,7 +345,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="decide and publish (events, metrics, logs) without writing scale or status",
     )
-    r.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
+    r.add_argument(
+        "--leader-elect",
+        nargs="?",
+        const=True,
+        default=False,
+        type=kcm_flags.go_bool,
+        metavar="BOOL",
+        help="run only while holding the Lease (kcm's --leader-elect=true|false too)",
+    )
+    kcm_flags.add_flags(r)
     r.add_argument("--leader-elect-resource-namespace", default="kube-system")
     r.add_argument("--leader-elect-resource-name", default="promhpa-controller")
     r.add_argument(
@@ -509,6 +528,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return int(args.func(args))
     except GateError as e:  # a gate the release decided as does not have, or locks

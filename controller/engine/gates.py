@@ -110,6 +110,12 @@ def parse_gates(text: str) -> tuple[dict[str, bool], list[str]]:
         if not item:
             continue
         name, sep, value = item.partition("=")
+        component, colon, gate = name.strip().partition(":")
+        if colon:  # kcm 1.37's per-component form, kube:Name=bool
+            if component != "kube":
+                others.append(name.strip())
+                continue
+            name = gate
         name = name.strip()
         if not sep:
             raise GateError(f"missing bool value for {name}")

@@ -102,8 +102,11 @@ class Release:
 
 
 def parse_minor(text: str) -> int:
-    """The minor of a Kubernetes version string, in any form a user or /version gives."""
-    m = _VERSION.match(text.strip())
+    """The minor of a Kubernetes version string, in any form a user or /version gives;
+    from kcm's list form (``kube=1.35,other=1.2``), the ``kube`` component's."""
+    items = [i.strip() for i in text.split(",") if i.strip()]
+    kube = [i for i in items if i.startswith("kube=") or "=" not in i]
+    m = _VERSION.match(kube[0]) if len(kube) == 1 else None
     if not m:
         raise VersionError(
             f"{text!r} is not a Kubernetes version: use 1.MINOR or vMAJOR.MINOR.PATCH, e.g. 1.35 or v1.35.4"
