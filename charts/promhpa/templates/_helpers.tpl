@@ -39,6 +39,80 @@ app.kubernetes.io/name: {{ include "promhpa.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* `commonAnnotations` as a metadata block (nothing when there are none). */}}
+{{- define "promhpa.commonAnnotations" -}}
+{{- with .Values.commonAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The namespace of every namespaced object: namespaceOverride, else the release's. */}}
+{{- define "promhpa.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride }}
+{{- end }}
+
+{{/* prometheus.url (templated, as the community chart's), with prometheus.port and
+prometheus.path when they are set. */}}
+{{- define "promhpa.prometheusURL" -}}
+{{- tpl .Values.prometheus.url . }}{{ with .Values.prometheus.port }}:{{ . }}{{ end }}{{ .Values.prometheus.path }}
+{{- end }}
+
+{{/*
+prometheus-adapter's community chart values (prometheus-community/prometheus-adapter 5.3.0),
+mapped onto ours once per render, so a values file written for it installs promhpa unchanged
+(docs/migration.md lists every value). Every template includes this first; it changes
+.Values in place and marks them done. A value the community chart sets at its own default
+where promhpa's default is better for promhpa (its probes, its log level) is left to ours.
+*/}}
+{{- define "promhpa.community" -}}
+{{- $v := .Values -}}
+{{- if not (hasKey $v "promhpaCommunityApplied") -}}
+{{- $_ := set $v "promhpaCommunityApplied" true -}}
+{{- $a := $v.adapter -}}
+{{- range $k := list "affinity" "nodeSelector" "tolerations" "topologySpreadConstraints" "priorityClassName" "podLabels" "podAnnotations" "env" "extraVolumes" "extraVolumeMounts" "resources" "dnsConfig" "dnsPolicy" "extraContainers" "deploymentAnnotations" "revisionHistoryLimit" "automountServiceAccountToken" -}}
+{{- if and (hasKey $v $k) (not (kindIs "invalid" (get $v $k))) (or (get $v $k) (kindIs "bool" (get $v $k))) -}}
+{{- $_ := set $a $k (get $v $k) -}}
+{{- end -}}
+{{- end -}}
+{{- if hasKey $v "replicas" }}{{ $_ := set $a "replicas" $v.replicas }}{{ end -}}
+{{- if hasKey $v "listenPort" }}{{ $_ := set $a "port" $v.listenPort }}{{ end -}}
+{{- if hasKey $v "metricsRelistInterval" }}{{ $_ := set $a "relistInterval" $v.metricsRelistInterval }}{{ end -}}
+{{- if and (hasKey $v "logLevel") (ne (int $v.logLevel) 4) }}{{ $_ := set $a "extraArgs" (append $a.extraArgs (printf "--v=%d" (int $v.logLevel))) }}{{ end -}}
+{{- with $v.extraArguments }}{{ $_ := set $a "extraArgs" (concat $a.extraArgs .) }}{{ end -}}
+{{- range $k := list "livenessProbe" "readinessProbe" "startupProbe" -}}
+{{- $given := get $v $k -}}
+{{- $theirs := dict "httpGet" (dict "path" "/healthz" "port" "https" "scheme" "HTTPS") "initialDelaySeconds" 30 "timeoutSeconds" 5 -}}
+{{- if and $given (ne (toJson $given) (toJson $theirs)) }}{{ $_ := set $a $k $given }}{{ end -}}
+{{- end -}}
+{{- with $v.strategy -}}
+{{- $theirs := dict "type" "RollingUpdate" "rollingUpdate" (dict "maxUnavailable" "25%" "maxSurge" "25%") -}}
+{{- if ne (toJson .) (toJson $theirs) }}{{ $_ := set $a "strategy" . }}{{ end -}}
+{{- end -}}
+{{- if hasKey $v "hostNetwork" }}{{ $_ := set $a "hostNetwork" (dig "enabled" false $v.hostNetwork) }}{{ end -}}
+{{- with $v.serviceAccount }}{{ $_ := set $a "serviceAccount" (mergeOverwrite (deepCopy $a.serviceAccount) (omit . "name") (dict "name" (default "" .name))) }}{{ end -}}
+{{- with $v.service }}{{ $_ := set $a "service" (mergeOverwrite (deepCopy $a.service) (pick . "type" "annotations" "port")) }}{{ end -}}
+{{- with $v.podDisruptionBudget }}{{ $_ := set $a "podDisruptionBudget" (mergeOverwrite (deepCopy $a.podDisruptionBudget) (pick . "enabled" "minAvailable" "maxUnavailable" "unhealthyPodEvictionPolicy")) }}{{ end -}}
+{{- with $v.customLabels }}{{ $_ := set $v "commonLabels" (mergeOverwrite (deepCopy (default dict $v.commonLabels)) .) }}{{ end -}}
+{{- with $v.customAnnotations }}{{ $_ := set $v "commonAnnotations" (mergeOverwrite (deepCopy (default dict $v.commonAnnotations)) .) }}{{ end -}}
+{{- with $v.rules }}{{ with .existing }}{{ $_ := set $v.rules "existingConfigMap" . }}{{ end }}{{ end -}}
+{{- with $v.certManager }}{{ if .enabled }}{{ $_ := set $v.tls "mode" "certManager" }}{{ with .certDuration }}{{ $_ := set $v.tls.certManager "duration" . }}{{ end }}{{ end }}{{ end -}}
+{{- if and $v.tls (dig "enable" false $v.tls) -}}
+{{- fail "tls.enable (prometheus-adapter's certificate in values): put tls.crt and tls.key in a Secret and set tls.mode=existingSecret with tls.existingSecret.name and tls.existingSecret.caBundle (did you mean tls.existingSecret?)" -}}
+{{- end -}}
+{{- if $v.psp }}{{ if $v.psp.create }}{{ fail "psp.create: PodSecurityPolicy was removed in Kubernetes 1.25; promhpa's pods run as non-root with a read-only root file system (remove psp)" }}{{ end }}{{ end -}}
+{{- if and $v.image (contains "prometheus-adapter" (default "" $v.image.repository)) -}}
+{{- $_ := set $v.image "repository" "promhpa/promhpa" -}}
+{{- $_ := set $v.image "registry" "ghcr.io" -}}
+{{- $_ := set $v.image "tag" "" -}}
+{{- end -}}
+{{- with $v.image }}{{ with .pullSecrets }}{{ $_ := set $v "imagePullSecrets" (concat $v.imagePullSecrets .) }}{{ end }}{{ end -}}
+{{- end -}}
 {{- end }}
 
 {{/* Selector labels of one component: call with (dict "ctx" $ "component" "adapter"). */}}
@@ -48,13 +122,30 @@ app.kubernetes.io/instance: {{ .ctx.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
+{{/* The image: the registry (global.imageRegistry, else image.registry) before the
+repository -- replacing the repository's own registry host when it names one -- then the
+digest when given (it wins over the tag), else the tag (default: the chart's appVersion). */}}
 {{- define "promhpa.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- $global := dig "imageRegistry" "" (default dict .Values.global) -}}
+{{- $repo := .Values.image.repository -}}
+{{- $first := first (splitList "/" $repo) -}}
+{{- $hasHost := and (gt (len (splitList "/" $repo)) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- if and $hasHost $global -}}
+{{- $repo = printf "%s/%s" (trimSuffix "/" $global) (join "/" (rest (splitList "/" $repo))) -}}
+{{- else if not $hasHost -}}
+{{- $registry := default .Values.image.registry $global -}}
+{{- if $registry }}{{ $repo = printf "%s/%s" (trimSuffix "/" $registry) $repo }}{{ end -}}
+{{- end -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" $repo .Values.image.digest }}
+{{- else -}}
+{{- printf "%s:%s" $repo (default .Chart.AppVersion .Values.image.tag) }}
+{{- end -}}
 {{- end }}
 
 {{/* The DNS name the aggregator verifies the serving certificate against. */}}
 {{- define "promhpa.adapter.dnsName" -}}
-{{- printf "%s.%s.svc" (include "promhpa.adapter.fullname" .) .Release.Namespace }}
+{{- printf "%s.%s.svc" (include "promhpa.adapter.fullname" .) (include "promhpa.namespace" .) }}
 {{- end }}
 
 {{- define "promhpa.adapter.tlsSecretName" -}}
@@ -78,7 +169,7 @@ every APIService see the same certificate within one render.
 {{- define "promhpa.adapter.generatedTLS" -}}
 {{- if not (hasKey .Values "__promhpaTLS") }}
 {{- $name := include "promhpa.adapter.tlsSecretName" . }}
-{{- $existing := lookup "v1" "Secret" .Release.Namespace $name }}
+{{- $existing := lookup "v1" "Secret" (include "promhpa.namespace" .) $name }}
 {{- $dns := include "promhpa.adapter.dnsName" . }}
 {{- $reuse := false }}
 {{- if and $existing $existing.data }}
@@ -107,7 +198,7 @@ every APIService see the same certificate within one render.
 {{- end }}
 
 {{- define "promhpa.adapter.servicePort" -}}
-{{- if .Values.externalEndpoint.enabled }}{{ .Values.externalEndpoint.port }}{{ else }}443{{ end }}
+{{- if .Values.externalEndpoint.enabled }}{{ .Values.externalEndpoint.port }}{{ else }}{{ .Values.adapter.service.port }}{{ end }}
 {{- end }}
 
 {{- define "promhpa.validate" -}}
