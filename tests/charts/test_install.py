@@ -45,6 +45,7 @@ API_NAMES = [
     "v1beta2.custom.metrics.k8s.io",
     "v1beta1.external.metrics.k8s.io",
     "v1beta1.metrics.k8s.io",
+    "v1.metrics.k8s.io",
 ]
 RULES = {
     "default": False,
@@ -95,7 +96,7 @@ def apiservices(cluster: Cluster) -> list[dict[str, Any]]:
 
 def available(cluster: Cluster) -> bool:
     mine = apiservices(cluster)
-    return len(mine) == 4 and all(
+    return len(mine) == len(API_NAMES) and all(
         any(
             c["type"] == "Available" and c["status"] == "True"
             for c in a.get("status", {}).get("conditions", [])

@@ -35,6 +35,8 @@ def test_rendered_manifests_are_accepted_by_the_apiserver(cluster: Cluster, valu
     cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
     cluster.kubectl("create", "namespace", "promhpa-render", check=False)
     docs = render("-f", str(values), namespace="promhpa-render")
+    for ns in {d["metadata"].get("namespace") for d in docs} - {None}:  # namespaceOverride's
+        cluster.kubectl("create", "namespace", ns, check=False)
     out = cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=as_list(docs), check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("(server dry run)") == len(docs)
