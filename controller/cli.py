@@ -314,7 +314,7 @@ def _endpoint_flags(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m controller", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="promhpa-controller", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"promhpa-controller {promhpa_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser(
@@ -434,7 +434,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_tls_flags(r, "controller.local.config/certificates", "promhpa-controller.promhpa.svc")
     r.add_argument("--log-format", choices=("json", "console"), default="json")
-    r.add_argument("--log-level", default="info")
+    r.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="least severe level logged (default info)",
+    )
     r.set_defaults(func=cmd_run)
     s = sub.add_parser("snapshot", help="write the live snapshot of one HPA (YAML) to decide offline")
     s.add_argument("hpa", metavar="NAMESPACE/NAME")
@@ -526,9 +531,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if differing else 0
 
 
+def _relative_times(argv: list[str]) -> list[str]:
+    """``--from -7d`` as ``--from=-7d``: argparse would read ``-7d`` as an option."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in ("--from", "--to") and i + 1 < len(argv) and argv[i + 1].startswith("-"):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = _relative_times(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.argv = argv
     try:
         return int(args.func(args))
     except GateError as e:  # a gate the release decided as does not have, or locks

@@ -14,6 +14,7 @@ module names are strings so the import contracts still hold.
 from __future__ import annotations
 
 import importlib
+import os
 import signal
 import sys
 from typing import Any, NoReturn
@@ -24,10 +25,20 @@ def _exit(*_: Any) -> NoReturn:
 
 
 def run(target: str) -> NoReturn:
-    """``module:function``, its result the exit code, after the early SIGTERM handler."""
+    """``module:function``, its result the exit code, after the early SIGTERM handler. A
+    reader that closed the pipe (``decide ... | head``) ends the program quietly, as a
+    SIGPIPE ends a C program: exit 141, no traceback."""
     signal.signal(signal.SIGTERM, _exit)
     module, _, function = target.partition(":")
-    sys.exit(getattr(importlib.import_module(module), function)())
+    try:
+        code = getattr(importlib.import_module(module), function)()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # stdout's buffer cannot be flushed any more: point it at /dev/null so the
+        # interpreter's own flush at exit does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(128 + signal.SIGPIPE)
+    sys.exit(code)
 
 
 def adapter() -> NoReturn:

@@ -23,6 +23,7 @@ import yaml
 from controller.engine.model import Settings
 from shared.durations import DurationError, parse_duration, parse_time
 
+from . import hpa_fields
 from .report import as_csv, as_json, summarize, table
 from .simulate import Loop, Outcome, Step
 
@@ -39,8 +40,11 @@ def moment(text: str, now: datetime) -> datetime:
         return now - timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
     try:
         return parse_time(text)
-    except DurationError:
-        raise argparse.ArgumentTypeError(f"{text!r}: use now, -7d, -90m or an RFC 3339 time") from None
+    except (DurationError, ValueError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time: use now, a relative time (-90s, -90m, -12h, -7d, -2w) or an RFC 3339 "
+            "time such as 2026-01-01T12:00:00Z"
+        ) from None
 
 
 def set_path(spec: dict[str, Any], assignment: str) -> dict[str, Any]:
@@ -59,6 +63,11 @@ def set_path(spec: dict[str, Any], assignment: str) -> dict[str, Any]:
             raise ValueError(f"--set {assignment!r}: {part!r} is not a field name")
         keys.append(m.group(1))
         keys += [int(i) for i in re.findall(r"\[(\d+)\]", m.group(2))]
+    value = yaml.safe_load(raw)
+    try:
+        hpa_fields.check(keys, value)
+    except hpa_fields.FieldError as e:
+        raise ValueError(f"--set {assignment!r}: {e}") from None
     node: Any = out
     for k, nxt in itertools.pairwise(keys):
         if isinstance(k, int):
@@ -67,7 +76,7 @@ def set_path(spec: dict[str, Any], assignment: str) -> dict[str, Any]:
             node = node[k]
         else:
             node = node.setdefault(k, [] if isinstance(nxt, int) else {})
-    node[keys[-1]] = yaml.safe_load(raw)
+    node[keys[-1]] = value
     return out
 
 
@@ -176,6 +185,13 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
     from .record import RecordError, default_pod_regex, pod_startup, prometheus, record, rules
 
     try:
+        # what can be checked without the cluster or Prometheus, first
+        now = datetime.now(UTC)
+        start, end = moment(a.start, now), moment(a.end, now)
+        if end <= start:
+            raise ValueError(f"--from {a.start} is not before --to {a.end}")
+        for assignment in a.set:
+            set_path({}, assignment)
         hpa = _load_hpa(a.hpa, a.kubeconfig)
         variants: dict[str, dict[str, Any]] = {"A": hpa}
         if a.spec_b or a.set:
@@ -183,10 +199,6 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
             for assignment in a.set:
                 b = {**b, "spec": set_path(b.get("spec") or {}, assignment)}
             variants["B"] = b
-        now = datetime.now(UTC)
-        start, end = moment(a.start, now), moment(a.end, now)
-        if end <= start:
-            raise ValueError(f"--from {a.start} is not before --to {a.end}")
         config = rules(a.config)
         requests = dict(kv.split("=", 1) for kv in a.requests.split(",") if "=" in kv)
         if not requests and not Path(a.hpa).exists():

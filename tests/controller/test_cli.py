@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import yaml
 
 from tests.controller.engine.builders import pod_metrics, snapshot
+from tests.support import ROOT
 
 
 def decide(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -212,3 +214,63 @@ def test_run_warns_and_decides_as_the_nearest_release_outside_the_range() -> Non
     assert (
         "warning: Kubernetes 1.29 is older than the oldest release promhpa decides as (1.33)" in proc.stderr
     )
+
+
+def controller_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "controller", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_usage_names_the_installed_program() -> None:
+    assert controller_cli("--help").stdout.startswith("usage: promhpa-controller ")
+
+
+def test_an_unknown_log_level_is_a_one_line_usage_error() -> None:
+    proc = controller_cli("run", "--log-level=loud")
+    assert proc.returncode == 2
+    assert "argument --log-level: invalid choice: 'loud'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+REPLAY = ("replay", "missing.yaml", "--prometheus-url=http://127.0.0.1:1", "--config=missing-rules.yaml")
+
+
+def test_replay_takes_a_relative_time_as_the_next_argument() -> None:
+    proc = controller_cli(*REPLAY, "--from", "-7d")
+    assert "expected one argument" not in proc.stderr
+    assert "missing.yaml: no such file" in proc.stderr  # it went on to the next check
+
+
+def test_replay_names_every_relative_form_for_a_bad_time() -> None:
+    proc = controller_cli(*REPLAY, "--from=-7x")
+    assert proc.returncode == 2
+    assert "relative time (-90s, -90m, -12h, -7d, -2w)" in proc.stderr
+
+
+def test_replay_refuses_a_misspelt_set_path_before_anything_is_read() -> None:
+    proc = controller_cli(*REPLAY, "--set", "behaviour.scaleDown.stabilizationWindowSeconds=60")
+    assert proc.returncode == 2
+    assert "spec has no field 'behaviour' (did you mean 'behavior'?)" in proc.stderr
+
+
+def test_replay_refuses_a_set_value_of_the_wrong_type() -> None:
+    proc = controller_cli(*REPLAY, "--set", "behavior.scaleDown.stabilizationWindowSeconds=soon")
+    assert proc.returncode == 2
+    assert "stabilizationWindowSeconds is a whole number, not 'soon'" in proc.stderr
+
+
+def test_a_closed_pipe_ends_decide_quietly() -> None:
+    example = sorted((ROOT / "docs" / "examples").glob("*.yaml"))[0]
+    proc = subprocess.Popen(
+        ["promhpa-controller", "decide", *[str(example)] * 400],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
+    )
+    assert proc.stdout is not None
+    proc.stdout.read(300)
+    proc.stdout.close()  # the reader goes away, as `| head -c 300` does
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 141
+    assert err == b""

@@ -223,7 +223,10 @@ def test_snapshot_of_a_live_hpa_decides_offline(
     assert out.returncode == 0, out.stderr
     import yaml
 
-    pods = yaml.safe_load(out.stdout)["pods"]  # the pods the live reconcile sees, from its index
+    snap = yaml.safe_load(out.stdout)
+    # the release the snapshot is decided as: the cluster's own, read from the API server
+    assert snap["controller"]["kubernetesVersion"] == cluster.k8s_version.removeprefix("v").rsplit(".", 1)[0]
+    pods = snap["pods"]  # the pods the live reconcile sees, from its index
     assert sorted(p["metadata"]["name"] for p in pods) == running_pods(cluster, "api")
     path = tmp_path / "live.yaml"
     path.write_text(out.stdout)
