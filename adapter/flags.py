@@ -145,7 +145,12 @@ def check_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("config", help="the rule file (prometheus-adapter format)")
     p.add_argument("--prometheus-url", help="Prometheus to discover series from")
-    p.add_argument("--metrics-max-age", type=duration, default=timedelta(minutes=10))
+    p.add_argument(
+        "--metrics-max-age",
+        type=duration,
+        default=timedelta(minutes=10),
+        help="how far back discovery looks for series (default 10m)",
+    )
     p.add_argument(
         "--kubeconfig",
         help="check every resource a rule names against this cluster's API discovery "

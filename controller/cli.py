@@ -127,16 +127,35 @@ def _settings(a: argparse.Namespace, server_version: str | None = None) -> Setti
 
 def _live_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, then ~/.kube/config)")
-    p.add_argument("--horizontal-pod-autoscaler-sync-period", type=duration, default=timedelta(seconds=15))
-    p.add_argument("--horizontal-pod-autoscaler-tolerance", type=float, default=0.1)
     p.add_argument(
-        "--horizontal-pod-autoscaler-downscale-stabilization", type=duration, default=timedelta(minutes=5)
+        "--horizontal-pod-autoscaler-sync-period",
+        type=duration,
+        default=timedelta(seconds=15),
+        help="how often each HPA is reconciled (default 15s)",
     )
     p.add_argument(
-        "--horizontal-pod-autoscaler-cpu-initialization-period", type=duration, default=timedelta(minutes=5)
+        "--horizontal-pod-autoscaler-tolerance",
+        type=float,
+        default=0.1,
+        help="the ratio band around 1.0 in which no scaling happens (default 0.1)",
     )
     p.add_argument(
-        "--horizontal-pod-autoscaler-initial-readiness-delay", type=duration, default=timedelta(seconds=30)
+        "--horizontal-pod-autoscaler-downscale-stabilization",
+        type=duration,
+        default=timedelta(minutes=5),
+        help="how far back the largest recommendation holds a scale-down (default 5m)",
+    )
+    p.add_argument(
+        "--horizontal-pod-autoscaler-cpu-initialization-period",
+        type=duration,
+        default=timedelta(minutes=5),
+        help="after a pod starts, how long its CPU samples may be skipped (default 5m)",
+    )
+    p.add_argument(
+        "--horizontal-pod-autoscaler-initial-readiness-delay",
+        type=duration,
+        default=timedelta(seconds=30),
+        help="after a pod starts, how long a readiness change counts as initial (default 30s)",
     )
     p.add_argument(
         "--feature-gates",
@@ -336,9 +355,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="feed each decision's history into the next snapshot of the same HPA that has none",
     )
     d.set_defaults(func=cmd_decide)
-    r = sub.add_parser("run", help="reconcile the cluster's HPAs (the live controller)")
+    r = sub.add_parser(
+        "run",
+        help="reconcile the cluster's HPAs (the live controller)",
+        description="Reconcile the cluster's autoscaling/v2 HPAs as the HPA controller of the cluster's "
+        "own Kubernetes release does (docs/controller.md); with --dry-run, decide beside the HPAs' owner "
+        "and compare.",
+    )
     _live_flags(r)
-    r.add_argument("--concurrent-horizontal-pod-autoscaler-syncs", type=int, default=5)
+    r.add_argument(
+        "--concurrent-horizontal-pod-autoscaler-syncs",
+        type=int,
+        default=5,
+        help="HPAs reconciled at once (default 5)",
+    )
     r.add_argument("--hpa-selector", default="", help="label selector: only manage HPAs that match")
     r.add_argument(
         "--dry-run",
@@ -355,8 +385,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="run only while holding the Lease (kcm's --leader-elect=true|false too)",
     )
     kcm_flags.add_flags(r)
-    r.add_argument("--leader-elect-resource-namespace", default="kube-system")
-    r.add_argument("--leader-elect-resource-name", default="promhpa-controller")
+    r.add_argument(
+        "--leader-elect-resource-namespace",
+        default="kube-system",
+        help="namespace of the leader-election Lease (default kube-system)",
+    )
+    r.add_argument(
+        "--leader-elect-resource-name",
+        default="promhpa-controller",
+        help="name of the leader-election Lease (default promhpa-controller)",
+    )
     r.add_argument(
         "--leader-elect-lease-duration",
         type=duration,
@@ -433,7 +471,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the endpoints without authentication or authorization (local use; loopback only)",
     )
     add_tls_flags(r, "controller.local.config/certificates", "promhpa-controller.promhpa.svc")
-    r.add_argument("--log-format", choices=("json", "console"), default="json")
+    r.add_argument(
+        "--log-format",
+        choices=("json", "console"),
+        default="json",
+        help="log lines as JSON (default) or text",
+    )
     r.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
@@ -441,7 +484,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="least severe level logged (default info)",
     )
     r.set_defaults(func=cmd_run)
-    s = sub.add_parser("snapshot", help="write the live snapshot of one HPA (YAML) to decide offline")
+    s = sub.add_parser(
+        "snapshot",
+        help="write the live snapshot of one HPA (YAML) to decide offline",
+        description="Write everything the controller would see for one reconcile of NAMESPACE/NAME, as a "
+        "snapshot (docs/snapshot.md) that `decide` decides offline.",
+    )
     s.add_argument("hpa", metavar="NAMESPACE/NAME")
     s.add_argument(
         "--controller-url",
@@ -455,6 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser(
         "compare",
         help="a dry-run controller's decisions beside the owner's, per HPA (exit 1 if any differ)",
+        description="Read a shadow-mode (--dry-run) controller's /debug/shadow and show, per HPA, its "
+        "decision beside the owner's; exit 1 when any differ.",
     )
     c.add_argument(
         "--controller-url",
@@ -467,7 +517,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _endpoint_flags(c)
     c.add_argument("hpa", nargs="?", metavar="NAMESPACE/NAME", help="one HPA (default: all)")
-    c.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    c.add_argument(
+        "-o", "--output", choices=("table", "json"), default="table", help="a table (default) or JSON"
+    )
     c.add_argument("--all", action="store_true", help="list agreeing HPAs too (default: differences only)")
     c.set_defaults(func=cmd_compare)
     from controller.replay.command import add_parser as add_replay

@@ -55,3 +55,23 @@ def test_every_docs_page_is_reachable_from_the_readme_or_another_page() -> None:
     }
     orphans = [p.name for p in ROOT.glob("docs/*.md") if p.resolve() not in linked]
     assert not orphans, orphans
+
+
+def test_the_readmes_explanation_is_what_decide_prints() -> None:
+    """The README's `decide --explain` excerpt is the real output for the first example."""
+    import subprocess
+    import sys
+
+    readme = (ROOT / "README.md").read_text()
+    excerpt = readme.split("`--explain` prints the story instead:\n\n```\n", 1)[1].split("```", 1)[0]
+    example = sorted((ROOT / "docs" / "examples").glob("*.yaml"))[0]
+    out = subprocess.run(
+        [sys.executable, "-m", "controller", "decide", "--explain", str(example)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    printed = [line.rstrip() for line in out.splitlines()]
+    for line in excerpt.rstrip("\n").splitlines():
+        assert line.rstrip() in printed, line

@@ -87,10 +87,12 @@ def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
         description=__doc__.splitlines()[0],
     )
     r.add_argument("hpa", help="an HPA YAML file, or NAMESPACE/NAME read live (--kubeconfig)")
-    r.add_argument("--prometheus-url", required=True)
+    r.add_argument("--prometheus-url", required=True, help="the Prometheus holding the recorded history")
     r.add_argument("--config", required=True, help="the adapter's rule file (names resolve to its PromQL)")
     r.add_argument("--from", dest="start", default="-1d", help="now, -7d, -90m or RFC 3339 (default -1d)")
-    r.add_argument("--to", dest="end", default="now")
+    r.add_argument(
+        "--to", dest="end", default="now", help="end of the history: now (default), -1h or RFC 3339"
+    )
     r.add_argument("--step", type=parse_duration, default=None, help="default: the sync period")
     r.add_argument("--spec-b", help="a second HPA YAML to replay over the same history")
     r.add_argument(
@@ -110,8 +112,19 @@ def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
                    help="container requests, for Resource utilization targets")  # fmt: skip
     r.add_argument("--initial-replicas", type=int, default=None,
                    help="replicas at the start (default: the recorded count, or minReplicas)")  # fmt: skip
-    r.add_argument("--prometheus-timeout", type=parse_duration, default=timedelta(seconds=60))
-    r.add_argument("-o", "--output", choices=("table", "csv", "json"), default="table")
+    r.add_argument(
+        "--prometheus-timeout",
+        type=parse_duration,
+        default=timedelta(seconds=60),
+        help="per range query (default 60s)",
+    )
+    r.add_argument(
+        "-o",
+        "--output",
+        choices=("table", "csv", "json"),
+        default="table",
+        help="a table (default), CSV or JSON",
+    )
     r.add_argument("--plot", type=Path, help="draw the replay into this PNG or SVG file")
     live_flags(r)
     r.set_defaults(func=lambda a: cmd_replay(a, lambda version: settings(a, version)))

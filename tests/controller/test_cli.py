@@ -274,3 +274,27 @@ def test_a_closed_pipe_ends_decide_quietly() -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 141
     assert err == b""
+
+
+def test_every_subcommand_has_a_description_and_every_flag_a_help() -> None:
+    import argparse
+
+    from adapter.flags import check_parser, serve_parser
+    from controller.cli import build_parser
+
+    missing: list[str] = []
+
+    def walk(p: argparse.ArgumentParser, name: str) -> None:
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for n, sub in a.choices.items():
+                    if not sub.description:
+                        missing.append(f"{name} {n}: no description")
+                    walk(sub, f"{name} {n}")
+            elif a.option_strings and a.help is None:
+                missing.append(f"{name} {a.option_strings[0]}: no help")
+
+    walk(build_parser(), "promhpa-controller")
+    walk(serve_parser(), "promhpa-adapter")
+    walk(check_parser(), "promhpa-adapter check-config")
+    assert missing == []
