@@ -1,18 +1,19 @@
 # One image for both processes: `promhpa-adapter` and `promhpa-controller run`.
-# The build stage makes wheels (and is the only place with pip's build machinery); the
+# The build stage makes wheels of promhpa and of every dependency at the version the tests
+# ran with (constraints.txt) -- it is the only place with pip's build machinery; the
 # runtime stage installs them into a virtualenv and keeps no compilers, no pip cache, no
 # shell tools beyond the slim base, and runs as an unprivileged user.
 #   docker build -t promhpa:dev .
 FROM python:3.11-slim-bookworm AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE ./
+COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY adapter ./adapter
 COPY controller ./controller
 COPY shared ./shared
 RUN python -m venv /opt/promhpa \
  && /opt/promhpa/bin/pip install --upgrade pip \
- && /opt/promhpa/bin/pip wheel --wheel-dir /wheels . \
+ && /opt/promhpa/bin/pip wheel --constraint constraints.txt --wheel-dir /wheels . \
  && /opt/promhpa/bin/pip install --no-index --find-links /wheels promhpa \
  && /opt/promhpa/bin/pip uninstall -y pip setuptools wheel
 

@@ -11,7 +11,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv lint unit test test-prometheus2 differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-discovery bench-controller clean
+.PHONY: venv constraints image lint unit test test-prometheus2 differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-discovery bench-controller clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,16 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 venv: $(STAMP)
+
+# Pin every runtime dependency as tested (constraints.txt, which the Dockerfile installs from).
+constraints: venv
+	$(BIN)/python hack/constraints.py
+
+# The image both processes run from; push it with IMAGE=registry/name:tag make image push=1.
+IMAGE ?= promhpa:dev
+image:
+	docker build -t $(IMAGE) .
+	$(if $(push),docker push $(IMAGE))
 
 lint: venv
 	$(BIN)/ruff check .

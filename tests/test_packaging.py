@@ -85,3 +85,30 @@ def test_wheel_holds_every_package_and_both_commands(tmp_path: Path) -> None:
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "promhpa-adapter = shared.entry:adapter" in text  # SIGTERM handled before the imports
     assert "promhpa-controller = shared.entry:controller" in text
+
+
+def test_the_image_installs_every_dependency_at_its_pinned_version() -> None:
+    """constraints.txt pins each runtime dependency (and theirs) as tested, and the build
+    stage installs with it; a dependency added without a pin fails here."""
+    pins = {
+        line.split("==")[0]
+        for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    }
+    assert all(
+        "==" in line
+        for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    for dep in PYPROJECT["project"]["dependencies"]:
+        name = re.split(r"[<>=;\[ ]", dep, maxsplit=1)[0].lower().replace("_", "-")
+        assert name in pins, f"{name} has no pin in constraints.txt: run make constraints"
+    assert "COPY pyproject.toml README.md LICENSE constraints.txt ./" in STAGES[0]
+    assert "--constraint constraints.txt" in STAGES[0]
+
+
+def test_the_distribution_names_its_project() -> None:
+    project = PYPROJECT["project"]
+    assert {"Homepage", "Documentation", "Changelog", "Issues"} <= set(project["urls"])
+    assert project["classifiers"]
+    assert project["authors"]

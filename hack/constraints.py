@@ -1,0 +1,46 @@
+"""Write constraints.txt: every runtime dependency of the installed promhpa (and theirs),
+pinned to the versions the tests ran with; the Dockerfile installs from it, so an image
+built later holds what was tested. Run after changing dependencies: make constraints
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+OUT = Path(__file__).resolve().parent.parent / "constraints.txt"
+
+
+def pins() -> dict[str, str]:
+    seen: dict[str, str] = {}
+
+    def walk(name: str) -> None:
+        key = name.lower().replace("_", "-")
+        if key in seen:
+            return
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            return
+        seen[key] = dist.version
+        for text in dist.requires or []:
+            req = Requirement(text)
+            if req.marker and not req.marker.evaluate({"extra": ""}):
+                continue
+            walk(req.name)
+
+    walk("promhpa")
+    seen.pop("promhpa")
+    return seen
+
+
+def main() -> None:
+    lines = ["# promhpa's runtime dependencies, pinned as tested (hack/constraints.py; make constraints)"]
+    lines += [f"{name}=={version}" for name, version in sorted(pins().items())]
+    OUT.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
