@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 import structlog
+import yaml
 
 from controller import kcm_flags
 from controller.endpoint_client import EndpointError
@@ -48,7 +49,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
             docs = list(load_documents(path))
         except SnapshotFileError as e:
             failed = True
-            _report(path, str(e), args.explain)
+            _report(path, str(e), args.output)
             continue
         for i, data in enumerate(docs):
             name = path if len(docs) == 1 else f"{path} (document {i + 1})"
@@ -56,7 +57,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
                 snap = parse_snapshot(data)
             except SnapshotError as e:
                 failed = True
-                _report(name, str(e), args.explain)
+                _report(name, str(e), args.output)
                 continue
             key = _hpa_key(data)
             if args.chain and key in last and not (isinstance(data, dict) and "history" in data):
@@ -66,17 +67,20 @@ def cmd_decide(args: argparse.Namespace) -> int:
             decision: Decision = decide(snap)
             if key is not None:
                 last[key] = decision.history
-            if args.explain:
+            if args.output == "text":
                 print(explain(snap, decision))
                 print()
+            elif args.output == "yaml":
+                print("---")
+                print(yaml.safe_dump(decision.to_wire(), sort_keys=False), end="")
             else:
                 print(json.dumps(decision.to_wire(), separators=(",", ":")))
     return EXIT_MALFORMED if failed else 0
 
 
-def _report(name: str, message: str, explaining: bool) -> None:
+def _report(name: str, message: str, output: str) -> None:
     print(f"error: {name}: {message}", file=sys.stderr)
-    if not explaining:  # keep one stdout line per snapshot, so outputs stay aligned with inputs
+    if output == "json":  # keep one stdout line per snapshot, so outputs stay aligned with inputs
         print(json.dumps({"error": f"{name}: {message}"}))
 
 
@@ -289,7 +293,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     except (KubeError, EndpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(yaml.safe_dump(snap, sort_keys=False), end="")
+    if args.output == "json":
+        print(json.dumps(snap, indent=2))
+    else:
+        print(yaml.safe_dump(snap, sort_keys=False), end="")
     return 0
 
 
@@ -345,9 +352,19 @@ def build_parser() -> argparse.ArgumentParser:
         "snapshots", nargs="+", metavar="SNAPSHOT", help="YAML or JSON snapshot files, - for stdin"
     )
     d.add_argument(
+        "-o",
+        "--output",
+        choices=OUTPUTS,
+        type=_output,
+        default="json",
+        help="json (one line per snapshot, the default), text (each decision explained) or yaml",
+    )
+    d.add_argument(
         "--explain",
-        action="store_true",
-        help="print a human-readable account of each decision instead of JSON",
+        dest="output",
+        action="store_const",
+        const="text",
+        help="the same as -o text",
     )
     d.add_argument(
         "--chain",
@@ -497,6 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
         "kubeconfig's credentials: its memory of the HPA (recommendations, scale events) goes into "
         "the snapshot, so decide reproduces the live decision exactly",
     )
+    s.add_argument(
+        "-o", "--output", choices=("yaml", "json"), default="yaml", help="yaml (the default) or json"
+    )
     _endpoint_flags(s)
     _live_flags(s)
     s.set_defaults(func=cmd_snapshot)
@@ -518,7 +538,12 @@ def build_parser() -> argparse.ArgumentParser:
     _endpoint_flags(c)
     c.add_argument("hpa", nargs="?", metavar="NAMESPACE/NAME", help="one HPA (default: all)")
     c.add_argument(
-        "-o", "--output", choices=("table", "json"), default="table", help="a table (default) or JSON"
+        "-o",
+        "--output",
+        choices=OUTPUTS,
+        type=_output,
+        default="text",
+        help="text (a table, the default), json or yaml",
     )
     c.add_argument("--all", action="store_true", help="list agreeing HPAs too (default: differences only)")
     c.set_defaults(func=cmd_compare)
@@ -551,8 +576,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 2
     items = data.get("items", [])
     differing = [i for i in items if i.get("differs")]
-    if args.output == "json":
-        print(json.dumps(data, indent=2))
+    if args.output in ("json", "yaml"):
+        print(
+            json.dumps(data, indent=2) if args.output == "json" else yaml.safe_dump(data, sort_keys=False),
+            end="\n" if args.output == "json" else "",
+        )
         return 1 if differing else 0
     rows = [["HPA", "PROMHPA", "OWNER", "STATE", "SINCE", "DIFFERENCES"]]
     for i in items:
@@ -581,6 +609,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         f"{data.get('differencesTotal', 0)} differences since the controller started"
     )
     return 1 if differing else 0
+
+
+# one convention for every command's output: -o text|json|yaml ("table" reads as text)
+OUTPUTS = ("text", "json", "yaml")
+
+
+def _output(text: str) -> str:
+    return "text" if text == "table" else text
 
 
 def _relative_times(argv: list[str]) -> list[str]:

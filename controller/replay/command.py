@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import copy
 import itertools
+import json
 import re
 import sys
 from collections.abc import Callable
@@ -121,9 +122,10 @@ def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
     r.add_argument(
         "-o",
         "--output",
-        choices=("table", "csv", "json"),
-        default="table",
-        help="a table (default), CSV or JSON",
+        choices=("text", "csv", "json", "yaml"),
+        type=lambda t: "text" if t == "table" else t,
+        default="text",
+        help="text (a table, the default), csv, json or yaml",
     )
     r.add_argument("--plot", type=Path, help="draw the replay into this PNG or SVG file")
     live_flags(r)
@@ -257,6 +259,8 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
         print(as_csv(results), end="")
     elif a.output == "json":
         print(as_json(results, summaries))
+    elif a.output == "yaml":
+        print(yaml.safe_dump(json.loads(as_json(results, summaries)), sort_keys=False), end="")
     else:
         meta = hpa.get("metadata") or {}
         print(f"replay of {meta.get('namespace')}/{meta.get('name')}: {len(steps)} syncs of {step}, "

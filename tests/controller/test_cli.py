@@ -298,3 +298,28 @@ def test_every_subcommand_has_a_description_and_every_flag_a_help() -> None:
     walk(serve_parser(), "promhpa-adapter")
     walk(check_parser(), "promhpa-adapter check-config")
     assert missing == []
+
+
+def test_every_command_with_output_takes_o_text_json_yaml() -> None:
+    from controller.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["decide", "-o", "yaml", "x.yaml"]).output == "yaml"
+    assert parser.parse_args(["decide", "--explain", "x.yaml"]).output == "text"
+    assert parser.parse_args(["compare", "--controller-url=https://x", "-o", "yaml"]).output == "yaml"
+    assert parser.parse_args(["compare", "--controller-url=https://x", "-o", "table"]).output == "text"
+    assert parser.parse_args(["snapshot", "ns/x", "-o", "json"]).output == "json"
+    args = parser.parse_args(["replay", "h.yaml", "--prometheus-url=http://x", "--config=c", "-o", "yaml"])
+    assert args.output == "yaml"
+
+
+def test_decide_prints_yaml_documents_and_text_as_explain_does() -> None:
+    example = str(sorted((ROOT / "docs" / "examples").glob("*.yaml"))[0])
+    as_yaml = controller_cli("decide", "-o", "yaml", example)
+    assert as_yaml.returncode == 0
+    as_json = controller_cli("decide", example)
+    assert yaml.safe_load(as_yaml.stdout) == json.loads(as_json.stdout)
+    assert (
+        controller_cli("decide", "-o", "text", example).stdout
+        == controller_cli("decide", "--explain", example).stdout
+    )
