@@ -12,14 +12,19 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from shared.cliflags import add_runtime_flags, add_tls_flags, duration, port, port_or_zero
+from shared.cliflags import (
+    add_log_flags,
+    add_runtime_flags,
+    add_tls_flags,
+    duration,
+    port,
+    port_or_zero,
+)
 from shared.version import promhpa_version
 
 from . import compat
 from .prometheus import PrometheusSettings
 from .rules_webhook import WEBHOOK_PATH
-
-LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -305,15 +310,4 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         default=timedelta(seconds=10),
         help="how long TokenReview and SubjectAccessReview answers are reused (default 10s)",
     )
-    p.add_argument(
-        "--log-format",
-        choices=("json", "console"),
-        default="json",
-        help="json (one object a line, for log pipelines) or console (default json)",
-    )
-    p.add_argument(
-        "--log-level",
-        choices=LOG_LEVELS,
-        default="info",
-        help="least severe level logged (default info)",
-    )
+    add_log_flags(p)

@@ -25,7 +25,7 @@ from controller.engine.gates import GateError, parse_gates, resolve
 from controller.engine.model import History, Settings
 from controller.engine.versions import Release, VersionError, parse_minor, release
 from controller.snapshot_files import SnapshotFileError, load_documents
-from shared.cliflags import add_runtime_flags, add_tls_flags, duration, port_or_zero
+from shared.cliflags import add_log_flags, add_runtime_flags, add_tls_flags, duration, port_or_zero
 from shared.kube.errors import KubeError
 from shared.version import promhpa_version
 
@@ -488,18 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the endpoints without authentication or authorization (local use; loopback only)",
     )
     add_tls_flags(r, "controller.local.config/certificates", "promhpa-controller.promhpa.svc")
-    r.add_argument(
-        "--log-format",
-        choices=("json", "console"),
-        default="json",
-        help="log lines as JSON (default) or text",
-    )
-    r.add_argument(
-        "--log-level",
-        choices=("debug", "info", "warning", "error"),
-        default="info",
-        help="least severe level logged (default info)",
-    )
+    add_log_flags(r)
     r.set_defaults(func=cmd_run)
     s = sub.add_parser(
         "snapshot",

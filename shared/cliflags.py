@@ -73,3 +73,22 @@ def add_tls_flags(p: argparse.ArgumentParser, cert_dir: str, example_name: str) 
         default=[],
         help=f"DNS name for the self-signed certificate, e.g. {example_name} (repeatable)",
     )
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def add_log_flags(p: argparse.ArgumentParser) -> None:
+    """--log-format and --log-level, alike in both programs."""
+    p.add_argument(
+        "--log-format",
+        choices=("json", "console"),
+        default="json",
+        help="json (one object a line, for log pipelines) or console (default json)",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="least severe level logged (default info)",
+    )
