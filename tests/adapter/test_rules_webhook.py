@@ -182,3 +182,19 @@ def test_a_hundred_slow_reviews_do_not_hold_a_valid_one_past_its_timeout(webhook
     assert body["response"]["allowed"] is True
     assert took < TIMEOUT, f"the valid review waited {took:.1f}s behind the slow ones"
     assert codes == [200] * 100  # and each slow one got its own verdict too
+
+
+def test_the_webhook_refuses_what_check_config_proves_offline_every_error_at_once(webhook: Webhook) -> None:
+    rules = (
+        "rules:\n"
+        "- seriesQuery: 'queue_depth{'\n"
+        "  resources: {overrides: {namespace: {resource: namespace}}}\n"
+        "  name: {matches: '^(.*)_total$', as: \"$1_per_second\"}\n"
+        "  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'\n"
+    )
+    code, body = post(webhook, webhook.client("apiserver"), review(rules))
+    assert code == 200
+    assert body["response"]["allowed"] is False
+    message = body["response"]["status"]["message"]
+    assert "rules[0].seriesQuery: 'queue_depth{' is not PromQL" in message
+    assert "rules[0].name.as: $1_per_second refers to a group named '1_per_second'" in message
