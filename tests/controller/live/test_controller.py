@@ -55,6 +55,18 @@ def running_pods(cluster: Cluster, app: str) -> list[str]:
     )
 
 
+def ready_pods(cluster: Cluster, app: str) -> list[str]:
+    items = json.loads(cluster.kubectl("-n", NS, "get", "pods", "-l", f"app={app}", "-o", "json").stdout)[
+        "items"
+    ]
+    return sorted(
+        p["metadata"]["name"]
+        for p in items
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or [])
+        and not p["metadata"].get("deletionTimestamp")
+    )
+
+
 def replicas(cluster: Cluster, app: str) -> int:
     scale = json.loads(
         cluster.kubectl("get", "--raw", f"/apis/apps/v1/namespaces/{NS}/deployments/{app}/scale").stdout
@@ -480,7 +492,9 @@ def test_cpu_utilization_through_metrics_api_is_clamped_at_max(
 ) -> None:
     cluster.kubectl("create", "namespace", NS, check=False)
     cluster.kubectl("apply", "-f", "-", input=json.dumps(cpu_deployment(NS, "cpu-app")))
-    wait_until(lambda: len(running_pods(cluster, "cpu-app")) == 1, timeout=60, what="1 running pod")
+    # ready, not only running: an unready pod's CPU is not counted in its first minutes (as
+    # upstream), and kwok marks pods ready a moment after running -- later on a busy machine
+    wait_until(lambda: len(ready_pods(cluster, "cpu-app")) == 1, timeout=90, what="1 ready pod")
     make_hpa(
         cluster,
         "cpu-app",
