@@ -48,15 +48,14 @@ def moment(text: str, now: datetime) -> datetime:
         ) from None
 
 
-def set_path(spec: dict[str, Any], assignment: str) -> dict[str, Any]:
-    """``behavior.scaleDown.stabilizationWindowSeconds=60`` or ``metrics[0].resource.target.
-    averageUtilization=70`` applied to a copy of the HPA spec (the value read as YAML)."""
+def assignment_of(assignment: str) -> tuple[list[str | int], Any]:
+    """The path and value of ``PATH=VALUE`` (the value read as YAML), checked against the
+    autoscaling/v2 HPA spec's fields and types: ValueError naming the assignment."""
     path, sep, raw = assignment.partition("=")
     if not sep or not path:
         raise ValueError(
             f"--set {assignment!r}: use PATH=VALUE, e.g. behavior.scaleDown.stabilizationWindowSeconds=60"
         )
-    out = copy.deepcopy(spec)
     keys: list[str | int] = []
     for part in path.split("."):
         m = re.fullmatch(r"([A-Za-z_][\w]*)((?:\[\d+\])*)", part)
@@ -69,6 +68,14 @@ def set_path(spec: dict[str, Any], assignment: str) -> dict[str, Any]:
         hpa_fields.check(keys, value)
     except hpa_fields.FieldError as e:
         raise ValueError(f"--set {assignment!r}: {e}") from None
+    return keys, value
+
+
+def set_path(spec: dict[str, Any], assignment: str) -> dict[str, Any]:
+    """``behavior.scaleDown.stabilizationWindowSeconds=60`` or ``metrics[0].resource.target.
+    averageUtilization=70`` applied to a copy of the HPA spec."""
+    keys, value = assignment_of(assignment)
+    out = copy.deepcopy(spec)
     node: Any = out
     for k, nxt in itertools.pairwise(keys):
         if isinstance(k, int):
@@ -206,7 +213,7 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
         if end <= start:
             raise ValueError(f"--from {a.start} is not before --to {a.end}")
         for assignment in a.set:
-            set_path({}, assignment)
+            assignment_of(assignment)  # checked before the cluster or Prometheus is read
         hpa = _load_hpa(a.hpa, a.kubeconfig)
         variants: dict[str, dict[str, Any]] = {"A": hpa}
         if a.spec_b or a.set:

@@ -323,3 +323,9 @@ def test_decide_prints_yaml_documents_and_text_as_explain_does() -> None:
         controller_cli("decide", "-o", "text", example).stdout
         == controller_cli("decide", "--explain", example).stdout
     )
+
+
+def test_replay_checks_an_indexed_set_path_without_the_spec_it_indexes() -> None:
+    proc = controller_cli(*REPLAY, "--set", "metrics[0].pods.target.averageValue=20")
+    assert "no element" not in proc.stderr
+    assert "missing.yaml: no such file" in proc.stderr  # the --set check passed; the HPA is read next
