@@ -12,6 +12,7 @@ import urllib.request
 from adapter.config import parse_config
 from adapter.default_rules import DEFAULT_RULES
 from adapter.rule_lint import _example_query, parse_promql
+from localcluster.tools import prometheus_major
 from tests.support import PrometheusProcess
 
 CORPUS = [
@@ -59,7 +60,10 @@ def test_the_offline_parser_agrees_with_prometheus(prometheus: PrometheusProcess
     rendered = [q for r in rules.rules + rules.external_rules if (q := _example_query(r)) is not None]
     assert len(rendered) >= 4
     disagree = []
-    for query in CORPUS + rendered:
+    corpus = CORPUS
+    if prometheus_major() == "2":  # quoted (UTF-8) metric names are Prometheus 3's syntax
+        corpus = [q for q in CORPUS if '"utf8.metric"' not in q]
+    for query in corpus + rendered:
         ours = parse_promql(query) is None
         theirs = prometheus_accepts(prometheus, query)
         if ours != theirs:

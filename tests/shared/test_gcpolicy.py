@@ -28,7 +28,11 @@ class Node:
 def test_the_startup_heap_is_frozen(unfrozen: None) -> None:
     kept = [Node() for _ in range(100)]
     frozen = freeze_startup_heap()
-    assert frozen == gc.get_freeze_count() >= len(kept)
+    assert frozen >= len(kept)
+    # the objects live at the freeze are in the permanent generation, which no pass (and
+    # gc.get_objects) sees; the count itself may move as other threads free frozen objects
+    tracked = {id(o) for o in gc.get_objects()}
+    assert not any(id(node) in tracked for node in kept)
 
 
 def test_a_cycle_made_after_the_freeze_is_still_collected(unfrozen: None) -> None:
