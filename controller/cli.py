@@ -90,7 +90,7 @@ def _paths(text: str) -> tuple[str, ...]:
 
 def _gates(text: str) -> dict[str, bool]:
     """The decision gates a --feature-gates value sets; whether the release has them and
-    allows the value is checked once the release is known (``release_settings``)."""
+    allows the value is checked once the release is known (``_settings``)."""
     try:
         wanted, others = parse_gates(text)
     except GateError as e:
@@ -194,10 +194,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     for warning in warnings:
         structlog.get_logger("controller").warning("flag_ignored", detail=warning)
     if args.emulated_version:
-        _settings(args)  # the release is known: a gate it refuses is a usage error before connecting
+        # the release is known: a gate it refuses is a usage error before connecting, and the
+        # settings (and any out-of-range warning) are made once
+        known = _settings(args)
     opts = Options(
         kubeconfig=args.kubeconfig,
-        settings=lambda server_version: _settings(args, server_version),
+        settings=(lambda _: known) if args.emulated_version else (lambda v: _settings(args, v)),
         sync_period=args.horizontal_pod_autoscaler_sync_period.total_seconds(),
         workers=args.concurrent_horizontal_pod_autoscaler_syncs,
         hpa_selector=args.hpa_selector,
