@@ -22,8 +22,9 @@ differs is decided again (the same pure engine, the same snapshot) at the owner'
 and up to one sync period either side of it -- and, since the owner lists pods at its own
 moment, somewhere between our two, once more with the pods as our next reconcile saw them
 (the same pods' readiness, then every pod: the ReplicaSet may have created one the owner
-already counted and our earlier list had not) -- and agrees if any of those equals the
-owner's.
+already counted and our earlier list had not) -- and, while the inputs were moving, with
+the stabilization window as the owner may have filled it, each of its samples between our
+two around it (``_sampled_between``) -- and agrees if any of those equals the owner's.
 A difference that outlives one sync period is never explained away. It is a difference if
 it equals none;
 with no pair of equal inputs it is counted as not comparable. An owner that writes nothing
@@ -43,7 +44,7 @@ import structlog
 
 from controller.engine import decide
 from controller.engine.behavior import store_scale_event
-from controller.engine.model import Behavior, History, Pod, Snapshot
+from controller.engine.model import Behavior, History, Pod, Recommendation, Snapshot
 from shared.durations import DurationError, format_time, parse_time
 
 log = structlog.get_logger("controller.shadow")
@@ -213,7 +214,9 @@ class Shadow:
                 downs = store_scale_event(downs, behavior.scale_down, -r.change, r.at)
         return History(history.recommendations, ups, downs)
 
-    def _moments(self, snap: Snapshot, at: datetime, later: Snapshot | None) -> list[tuple[str, Snapshot]]:
+    def _moments(
+        self, snap: Snapshot, at: datetime, later: Snapshot | None, owner: dict[str, Any] | None = None
+    ) -> list[tuple[str, Snapshot]]:
         """Our snapshot as the owner may have seen it: at its moment and up to a sync period
         either side, and -- the owner lists pods at its own moment, between our two -- with
         the pods as our next reconcile saw them: our pods' readiness then, and every pod
@@ -233,6 +236,50 @@ class Shadow:
                         (f"{s.total_seconds():+g}s, {label}", replace(snap, now=at + s, pods=pods))
                         for s in shifts
                     ]
+        if owner is not None:
+            out += self._sampled_between(snap, at, owner)
+        return out
+
+    def _sampled_between(
+        self, snap: Snapshot, at: datetime, owner: dict[str, Any]
+    ) -> list[tuple[str, Snapshot]]:
+        """Our snapshot with the recommendations the owner may have remembered.
+
+        The owner samples once a period too, at its own phase: ``at - snap.now`` after (or
+        before) each of ours. Its sample then lies between our two around it -- a
+        recommendation moves in steps (a metric point, a pod's readiness) -- so while the
+        inputs were moving its stabilization window may hold any value in that range where
+        ours holds the ends. Each candidate is a value the owner's window may have peaked
+        (or bottomed) at: every remembered recommendation pulled towards it within its
+        range, then decided again at the owner's moment. With steady inputs the ranges are
+        single values and this is our own memory, moved in time."""
+        recs = sorted(snap.history.recommendations or (), key=lambda r: r.timestamp)
+        if len(recs) < 2:
+            return []
+        lag = at - snap.now
+        if abs(lag.total_seconds()) >= self.period:
+            return []
+        ranges: list[tuple[datetime, int, int]] = []
+        for i, r in enumerate(recs):
+            j = i + 1 if lag >= timedelta(0) else i - 1
+            other = recs[j].replicas if 0 <= j < len(recs) else r.replicas
+            ranges.append((r.timestamp + lag, min(r.replicas, other), max(r.replicas, other)))
+        if all(lo == hi for _, lo, hi in ranges):
+            return []
+        wanted = owner.get("desiredReplicas")
+        candidates = {lo for _, lo, _ in ranges} | {hi for _, _, hi in ranges}
+        if isinstance(wanted, int):
+            candidates.add(wanted)
+        out = []
+        for v in sorted(candidates):
+            pulled = tuple(Recommendation(min(hi, max(lo, v)), t) for t, lo, hi in ranges)
+            history = replace(snap.history, recommendations=pulled)
+            out.append(
+                (
+                    f"owner sampling {lag.total_seconds():+.2f}s from ours, towards {v}",
+                    replace(snap, now=at, history=history),
+                )
+            )
         return out
 
     def _agrees(
@@ -249,7 +296,7 @@ class Shadow:
             return True
         if snap is None:
             return False
-        return any(not differences(decide(s).status, owner) for _, s in self._moments(snap, at, later))
+        return any(not differences(decide(s).status, owner) for _, s in self._moments(snap, at, later, owner))
 
     def _redecided(
         self,
@@ -263,7 +310,9 @@ class Shadow:
         snap = ours[2]
         if snap is None:
             return []
-        return [f"{m}: {differences(decide(s).status, owner)}" for m, s in self._moments(snap, at, later)]
+        return [
+            f"{m}: {differences(decide(s).status, owner)}" for m, s in self._moments(snap, at, later, owner)
+        ]
 
     def compare(
         self,

@@ -196,9 +196,16 @@ def test_a_rescale_seen_after_the_snapshot_clock_waits_for_the_next_reconcile() 
     assert [e.replica_change for e in later.scale_up_events] == [1]
 
 
-def object_snapshot(ready: int, replicas: int = 5, at: datetime = T0, listed: int | None = None) -> Any:
+def object_snapshot(
+    ready: int,
+    replicas: int = 5,
+    at: datetime = T0,
+    listed: int | None = None,
+    remembered: tuple[tuple[datetime, int], ...] = (),
+) -> Any:
     """An Object (Value 100) HPA at 150 on ``replicas`` pods of which ``ready`` are ready
-    (``listed``: how many of them the pod list holds yet, default all)."""
+    (``listed``: how many of them the pod list holds yet, default all; ``remembered``: the
+    recommendations of earlier reconciles, under a 10 s downscale window)."""
     when = T0 - timedelta(minutes=10)
 
     def pod(i: int) -> dict[str, Any]:
@@ -219,7 +226,7 @@ def object_snapshot(ready: int, replicas: int = 5, at: datetime = T0, listed: in
     service = {"apiVersion": "v1", "kind": "Service", "name": "frontend"}
     return parse_snapshot(
         {
-            "now": format_time(at),
+            "now": f"{at:%Y-%m-%dT%H:%M:%S.%fZ}",
             "hpa": {
                 "apiVersion": "autoscaling/v2",
                 "kind": "HorizontalPodAutoscaler",
@@ -254,7 +261,12 @@ def object_snapshot(ready: int, replicas: int = 5, at: datetime = T0, listed: in
                     "value": "150",
                 }
             ],
-            "history": {"recommendations": [], "scaleUpEvents": [], "scaleDownEvents": []},
+            "history": {
+                "recommendations": [{"timestamp": f"{t:%Y-%m-%dT%H:%M:%S.%fZ}", "replicas": n} for t, n in remembered],
+                "scaleUpEvents": [],
+                "scaleDownEvents": [],
+            },
+            "controller": {"downscaleStabilizationWindow": "10s"},
         }
     )
 
@@ -298,3 +310,37 @@ def test_the_owner_counting_a_pod_our_earlier_list_had_not_is_not_a_difference()
     later = object_snapshot(ready=2, replicas=3, listed=2, at=T0 + timedelta(seconds=2))
     sh.compare(KEY, decide(later).status, owner, T0 + timedelta(seconds=2), later)
     assert sh.paired == {"agree": 1, "differ": 0, "not_comparable": 0}
+
+
+def at_s(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def test_an_owner_that_sampled_a_falling_load_between_our_samples_is_not_a_difference() -> None:
+    # the ready pods fell from 6 to 0 while both sampled every 2 s, the owner 190 ms after
+    # us: its window holds 2 (sampled between our 5 and 0) where ours holds 5
+    ours_seen = ((at_s(1.125), 8), (at_s(3.14), 5), (at_s(5.18), 0), (at_s(7.19), 0), (at_s(9.2), 0))
+    owner_seen = ((at_s(1.315), 6), (at_s(3.33), 2), (at_s(5.37), 0), (at_s(7.38), 0), (at_s(9.39), 0))
+    ours = object_snapshot(ready=0, replicas=6, at=at_s(11.213), remembered=ours_seen)
+    owner = decide(object_snapshot(ready=0, replicas=6, at=at_s(11.4), remembered=owner_seen)).status
+    assert (decide(ours).status["desiredReplicas"], owner["desiredReplicas"]) == (5, 2)
+    sh = Shadow(period=2)
+    sh.compare(KEY, decide(ours).status, {}, at_s(11.213), ours)
+    owner_writes(sh, owner, at_s(11.4))
+    later = object_snapshot(ready=0, replicas=2, at=at_s(13.22), remembered=ours_seen)
+    sh.compare(KEY, decide(later).status, owner, at_s(13.22), later)
+    assert sh.paired == {"agree": 1, "differ": 0, "not_comparable": 0}
+
+
+def test_an_owner_window_outside_what_our_steady_samples_allow_is_still_a_difference() -> None:
+    # our samples held 5 throughout: any sample of the owner's between them is 5 as well
+    ours_seen = tuple((at_s(1.125 + 2 * i), 5) for i in range(5))
+    owner_seen = ((at_s(1.315), 6), (at_s(3.33), 2), (at_s(5.37), 0), (at_s(7.38), 0), (at_s(9.39), 0))
+    ours = object_snapshot(ready=0, replicas=6, at=at_s(11.213), remembered=ours_seen)
+    owner = decide(object_snapshot(ready=0, replicas=6, at=at_s(11.4), remembered=owner_seen)).status
+    sh = Shadow(period=2)
+    sh.compare(KEY, decide(ours).status, {}, at_s(11.213), ours)
+    owner_writes(sh, owner, at_s(11.4))
+    later = object_snapshot(ready=0, replicas=2, at=at_s(13.22), remembered=ours_seen)
+    sh.compare(KEY, decide(later).status, owner, at_s(13.22), later)
+    assert sh.paired["differ"] == 1
