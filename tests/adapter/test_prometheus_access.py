@@ -262,7 +262,8 @@ def test_startup_mistakes_are_one_clean_error(flags: list[str], message: str, tm
         # output to a file and wait for the exit: a pipe's end may outlive the process
         proc = subprocess.Popen(
             [sys.executable, "-m", "adapter", "--insecure-skip-auth", "--bind-address=127.0.0.1",
-             "--health-port=0", "--prometheus-url=http://127.0.0.1:1", "--secure-port=0", *argv,
+             "--health-port=0", "--prometheus-url=http://127.0.0.1:1", "--secure-port=0",
+             f"--cert-dir={tmp_path / 'certs'}", *argv,
              "--log-format=console"],
             stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
