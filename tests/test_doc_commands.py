@@ -11,8 +11,8 @@ subcommand, make target or chart value fails the build:
 * ``helm install|upgrade ... charts/promhpa``: rendered by the real helm with the same
   values (the schema refuses a renamed value).
 
-Commands that act on a live cluster (``kubectl``, ``helm history|rollback``) are left to
-the live tests of what they show.
+Commands that act on a live cluster (``kubectl``, ``helm history|rollback``) run against a
+release of the chart on the local control plane, in ``tests/charts/test_install.py``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def documented() -> list[tuple[str, str]]:
             for line in m.group(1).replace("\\\n", " ").splitlines():
                 line = re.sub(r"\s+#.*$", "", line.strip())
                 for command in re.split(r"\s*;\s*|\s*&&\s*", line):
-                    command = re.sub(r"\s*(>|\|).*$", "", command).strip()
+                    # a redirect or a pipe ends the command (not the > of a <PLACEHOLDER>)
+                    command = re.sub(r"\s+(\d?>|\|).*$", "", command).strip()
                     if command and not command.startswith("#"):
                         out.append((str(page.relative_to(ROOT)), command))
     return out

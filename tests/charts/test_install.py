@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ import yaml
 
 from localcluster import Cluster, service_account_kubeconfig
 from tests.charts.chart import CHART, helm
+from tests.charts.chart import render as render_chart
 from tests.support import (
     AdapterProcess,
     Exporter,
@@ -35,6 +37,7 @@ from tests.support import (
     stop_process,
     wait_until,
 )
+from tests.test_doc_commands import COMMANDS
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
@@ -506,6 +509,61 @@ def test_controller_says_what_is_missing_when_a_grant_is_removed(
             c.stop()
         cluster.kubectl("replace", "-f", "-", input=json.dumps(role))
         wait_until(lambda: can_i(cluster, removal.can_i), what="the grant restored")
+
+
+# The names the docs use (release and namespace `promhpa`, the reader's HPA, namespace and
+# metric) and what they stand for in this release; a placeholder not listed here fails the test.
+DOC_NAMES = [
+    ("helm rollback promhpa <REVISION>", "helm rollback {release} {revision}"),
+    ("helm history promhpa", "helm history {release}"),
+    ("-n promhpa", "-n {ns}"),
+    ("deploy/promhpa-", "deploy/{release}-promhpa-"),
+    (" NAME -n NS", " work -n {app_ns}"),
+    ("/NS/METRIC?labelSelector=...", "/{app_ns}/chart_queue_depth?labelSelector=queue%3Djobs"),
+    ("/NS/pods/*/METRIC?labelSelector=app%3Dweb", "/{app_ns}/pods/*/requests?labelSelector=app%3Dwork"),
+]
+KUBELET_BOUND = {"logs", "port-forward"}  # need a kubelet to reach a container; kwok runs none
+
+
+def localize(command: str, revision: int) -> list[str]:
+    for doc, here in DOC_NAMES:
+        command = command.replace(doc, here.format(release=RELEASE, revision=revision, ns=NS, app_ns=APP_NS))
+    argv = shlex.split(command.removesuffix("&").strip())
+    assert not [a for a in argv if re.fullmatch(r"<[A-Z_]+>|NAME|NS|METRIC", a) or "/NS/" in a], (
+        f"{command}: a placeholder this test cannot fill (add it to DOC_NAMES)"
+    )
+    return argv
+
+
+def test_the_documented_cluster_commands_run_against_a_release(
+    cluster: Cluster, release: Release, workloads: None, exporter: Exporter, prometheus: PrometheusProcess
+) -> None:
+    """Every `kubectl` and `helm history|rollback` command in the docs, with the docs' names
+    mapped to this release's. A command that needs a kubelet (logs, port-forward) is checked
+    for what can go stale: the object it names is one the chart renders at its defaults."""
+    commands = [(p, c) for p, c in COMMANDS if re.match(r"kubectl |helm (history|rollback) ", c)]
+    assert len(commands) >= 10
+    rendered = {
+        f"{d['kind'].lower()}/{d['metadata']['name']}"
+        for d in render_chart(namespace=NS, release=RELEASE)
+        if d.get("kind") == "Deployment"
+    }
+    for name in running(cluster, "work"):  # the pods the documented pods/* query selects
+        exporter.set(f'chart_requests{{namespace="{APP_NS}",pod="{name}"}}', 3)
+    wait_until(lambda: len(prometheus.query("chart_requests")) > 1, what="the pods' series scraped")
+    for page, command in commands:
+        argv = localize(command, deployed_revision(cluster))
+        if argv[0] == "kubectl" and KUBELET_BOUND & set(argv):
+            target = next(a for a in argv if a.startswith("deploy/")).replace("deploy/", "deployment/")
+            assert target in rendered, f"{page}: `{command}` names {target}, which the chart does not render"
+            continue
+        out = (
+            cluster.kubectl(*argv[1:], check=False)
+            if argv[0] == "kubectl"
+            else helm(*argv[1:], cluster=cluster, check=False)
+        )
+        assert out.returncode == 0, f"{page}: `{command}` ({shlex.join(argv)}) failed:\n{out.stderr}"
+        assert out.stdout.strip(), f"{page}: `{command}` printed nothing"
 
 
 def test_uninstall_leaves_nothing_behind(cluster: Cluster, release: Release) -> None:
