@@ -262,7 +262,9 @@ def object_snapshot(
                 }
             ],
             "history": {
-                "recommendations": [{"timestamp": f"{t:%Y-%m-%dT%H:%M:%S.%fZ}", "replicas": n} for t, n in remembered],
+                "recommendations": [
+                    {"timestamp": f"{t:%Y-%m-%dT%H:%M:%S.%fZ}", "replicas": n} for t, n in remembered
+                ],
                 "scaleUpEvents": [],
                 "scaleDownEvents": [],
             },
