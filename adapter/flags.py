@@ -19,6 +19,7 @@ from shared.cliflags import (
     duration,
     port,
     port_or_zero,
+    positive,
 )
 from shared.version import promhpa_version
 
@@ -190,6 +191,37 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--config", help="rule file (prometheus-adapter format); prometheus-adapter's defaults if omitted"
+    )
+    team = p.add_argument_group(
+        "team rules",
+        "MetricRules (a team's, in its namespace, confined to its series) and ClusterMetricRules "
+        "(the platform's), served beside the rule file; see docs/rules.md",
+    )
+    team.add_argument(
+        "--team-rules",
+        action="store_true",
+        help="watch MetricRules and ClusterMetricRules (promhpa.io/v1alpha1; the chart installs the "
+        "CRDs) and serve them beside the rule file, writing each one's verdict to its status",
+    )
+    team.add_argument(
+        "--team-rules-per-namespace",
+        type=positive,
+        default=50,
+        metavar="N",
+        help="MetricRules served per namespace at most; the oldest are served (default 50)",
+    )
+    team.add_argument(
+        "--team-rule-backends",
+        default="default",
+        metavar="NAMES",
+        help="comma-separated backends of the rule file a MetricRule may name; 'default' is "
+        "--prometheus-url (default: default)",
+    )
+    team.add_argument(
+        "--team-rule-query-timeout",
+        type=duration,
+        default=timedelta(seconds=5),
+        help="how long a MetricRule's query may take before the request fails with 504 (default 5s)",
     )
     p.add_argument(
         "--config-reload-interval",

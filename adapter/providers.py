@@ -7,6 +7,7 @@ uses a watch-backed cache of Kubernetes objects; without one (local use) only se
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Sequence
 from decimal import Decimal
@@ -18,11 +19,18 @@ from shared.selectors import Selector
 from .backends import Backends
 from .config import Config, GroupResource
 from .naming import NAMESPACES, NODES, PODS
-from .promapi import PrometheusAPI, Sample
+from .promapi import PrometheusAPI, PrometheusTimeout, Sample
 from .queries import ObjectQuery, container_query, custom_query, external_query, node_query
 from .registry import Registry
 from .requests import BadRequest, MetricRequest, NotFound
+from .team_rules import Assignment, TeamRule
 from .wire import CUSTOM, EXTERNAL, RESOURCE, item_builder, milli_quantity, timestamp, value_list
+
+
+class TeamRules(Protocol):
+    """What serving needs of ``adapter.team_watch.TeamRuleWatch``: the current assignment."""
+
+    assignment: Assignment
 
 
 class ObjectLister(Protocol):
@@ -68,6 +76,9 @@ class Providers:
     ) -> None:
         self.config, self.registry, self.lister = config, registry, lister
         self.backends = Backends.of(prometheus)  # each rule is answered by its own backend
+        # MetricRules and ClusterMetricRules (``adapter.team_watch``), when watched
+        self.team: TeamRules | None = None
+        self.team_query_timeout = 5.0
 
     async def _names(self, req: MetricRequest) -> tuple[str, ...]:
         assert req.resource is not None
@@ -122,6 +133,9 @@ class Providers:
         return value_list(CUSTOM, req.version, "MetricValueList", items)
 
     async def external(self, req: MetricRequest) -> dict[str, Any]:
+        team = self.team.assignment.lookup(req.namespace, req.metric) if self.team is not None else None
+        if team is not None:
+            return await self._team_external(team, req)
         served = await self.registry.external(req.metric)
         if served is None:
             raise NotFound(
@@ -137,6 +151,33 @@ class Providers:
             if value is None:
                 continue
             labels = {k: v for k, v in s.labels.items() if k != "__name__"}
+            items.append(
+                {
+                    "metricName": req.metric,
+                    "metricLabels": labels,
+                    "timestamp": timestamp(s.timestamp),
+                    "value": value,
+                }
+            )
+        return value_list(EXTERNAL, req.version, "ExternalMetricValueList", items)
+
+    async def _team_external(self, rule: TeamRule, req: MetricRequest) -> dict[str, Any]:
+        """A MetricRule's query (confined to its namespace when it was accepted), its series
+        picked by the request's labelSelector, within the team rules' query time limit."""
+        try:
+            async with asyncio.timeout(self.team_query_timeout):
+                samples = await self.backends.get(rule.backend).query(rule.query)
+        except TimeoutError:
+            raise PrometheusTimeout(
+                f"{rule.describe()}: no answer within the team rules' query time limit "
+                f"({self.team_query_timeout:g}s, --team-rule-query-timeout)"
+            ) from None
+        items = []
+        for s in samples:
+            value = milli_quantity(s.value)
+            labels = {k: v for k, v in s.labels.items() if k != "__name__"}
+            if value is None or (req.selector is not None and not req.selector.matches(labels)):
+                continue
             items.append(
                 {
                     "metricName": req.metric,
@@ -231,7 +272,10 @@ class Providers:
                 out.append((f"{gr}/{metric}", scoped, "MetricValueList"))
             return out
         if req.group == EXTERNAL:
-            return [(m, True, "ExternalMetricValueList") for m in self.registry.external_metrics()]
+            names = set(self.registry.external_metrics())
+            if self.team is not None:
+                names.update(self.team.assignment.metrics())
+            return [(m, True, "ExternalMetricValueList") for m in sorted(names)]
         return [("nodes", False, "NodeMetrics"), ("pods", True, "PodMetrics")]
 
 

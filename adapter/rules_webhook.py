@@ -41,6 +41,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from .backends import Backends
 from .check_config import Verdict, validate
 from .promapi import PrometheusAPI
+from .team_rules import CLUSTER, NAMESPACED, Limits, judge, key_of
+from .team_rules import Verdict as TeamVerdict
 
 log = structlog.get_logger("adapter.webhook")
 
@@ -184,10 +186,60 @@ class RulesReviewer:
         return "allowed", web.json_response(_review(uid, True, warnings=warnings))
 
 
-def webhook_app(reviewer: RulesReviewer, allowed_names: tuple[str, ...] = ()) -> web.Application:
+class MetricRuleReviewer:
+    """Answers AdmissionReviews of a MetricRule or ClusterMetricRule: what the adapter would
+    judge ``Invalid`` or ``NotAllowed`` (its PromQL, its confinement, its backend) is refused
+    at create time with the same message its status would carry; the rest -- a conflict,
+    the file form -- depends on the cluster and is said on the status instead. Offline: no
+    Prometheus call, so no bound beyond the body size is needed."""
+
+    def __init__(self, limits: Limits, metrics: WebhookMetrics) -> None:
+        self.limits, self.metrics = limits, metrics
+
+    async def handle(self, request: web.Request) -> web.Response:
+        """``POST /validate/metricrules`` (AdmissionReview v1)."""
+        started = time.monotonic()
+        try:
+            result, response = await self._answer(request)
+        finally:
+            self.metrics.seconds.observe(time.monotonic() - started)
+        self.metrics.reviews.labels(result).inc()
+        return response
+
+    async def _answer(self, request: web.Request) -> tuple[str, web.Response]:
+        try:
+            body = await request.json()
+            req = body["request"]
+            uid = str(req["uid"])
+            kind = str(req["kind"]["kind"])
+            obj = req["object"]
+        except (ValueError, KeyError, TypeError):
+            return "bad_request", web.json_response(
+                {"message": "expected an admission.k8s.io/v1 AdmissionReview"}, status=400
+            )
+        if kind not in (NAMESPACED, CLUSTER) or not isinstance(obj, dict):
+            return "denied", web.json_response(_review(uid, False, f"not a MetricRule: {kind}"))
+        got = judge(kind, obj, self.limits)
+        _, ns, name = key_of(kind, obj)
+        where = f"{kind} {ns + '/' if ns else ''}{name}"
+        if isinstance(got, TeamVerdict) and got.reason in ("Invalid", "NotAllowed"):
+            log.warning("metric rule refused", rule=where, reason=got.reason, message=got.message)
+            return "denied", web.json_response(_review(uid, False, f"{where}: {got.message}"))
+        warnings = [got.message] if isinstance(got, TeamVerdict) else []
+        return "allowed", web.json_response(_review(uid, True, warnings=warnings))
+
+
+METRIC_RULES_PATH = "/validate/metricrules"
+
+
+def webhook_app(
+    reviewer: RulesReviewer, allowed_names: tuple[str, ...] = (), team: MetricRuleReviewer | None = None
+) -> web.Application:
     """The webhook's application, for its own listener (``adapter.server``)."""
     app = web.Application(
         middlewares=[client_certificate_required(allowed_names, reviewer.metrics)], client_max_size=MAX_BODY
     )
     app.router.add_post(WEBHOOK_PATH, reviewer.handle)
+    if team is not None:
+        app.router.add_post(METRIC_RULES_PATH, team.handle)
     return app

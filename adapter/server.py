@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import ipaddress
 import ssl
@@ -55,7 +56,9 @@ from .providers import Providers
 from .registry import Registry
 from .relister import Relister
 from .reload import RuleReloader
-from .rules_webhook import RulesReviewer, WebhookMetrics, webhook_app
+from .rules_webhook import MetricRuleReviewer, RulesReviewer, WebhookMetrics, webhook_app
+from .team_rules import Limits
+from .team_watch import TeamRuleWatch
 from .upstreams import Upstreams
 
 log = structlog.get_logger("adapter")
@@ -201,6 +204,10 @@ class Adapter:
                 kube, self.requestheader, a.auth_cache_ttl.total_seconds()
             ).middleware()
         if kube is None:
+            if a.team_rules:
+                raise StartupError(
+                    "--team-rules needs the Kubernetes API: run in the cluster or give --kubeconfig"
+                )
             yield
             return
         self.objects = app[PROVIDERS].lister = ObjectCache(
@@ -211,10 +218,33 @@ class Adapter:
             watch_idle_timeout=a.informer_watch_idle_timeout.total_seconds(),
         )
         try:
-            yield
+            async with contextlib.AsyncExitStack() as stack:
+                if a.team_rules:
+                    await stack.enter_async_context(self._team_rules(app, kube))
+                yield
         finally:
             self.objects.close()
             await kube.aclose()
+
+    def _team_limits(self) -> Limits:
+        a = self.args
+        names = {"" if n.strip() in ("", "default") else n.strip() for n in a.team_rule_backends.split(",")}
+        return Limits(a.team_rules_per_namespace, frozenset(names))
+
+    @contextlib.asynccontextmanager
+    async def _team_rules(self, app: web.Application, kube: Kube) -> AsyncIterator[None]:
+        """MetricRules and ClusterMetricRules, watched and served (``adapter.team_watch``)."""
+        a = self.args
+        watch = TeamRuleWatch(
+            kube,
+            self._team_limits(),
+            self.registry.external_metrics,
+            watch_idle_timeout=a.informer_watch_idle_timeout.total_seconds(),
+        )
+        providers = app[PROVIDERS]
+        providers.team, providers.team_query_timeout = watch, a.team_rule_query_timeout.total_seconds()
+        async with contextlib.asynccontextmanager(watch.context)(app):
+            yield
 
     def reloader(self, providers: Providers) -> RuleReloader:
         m, registry = self.metrics, self.registry
@@ -251,16 +281,18 @@ class Adapter:
         a = self.args
         if not a.rules_webhook:
             return None
+        reviews = WebhookMetrics(self.metrics.registry)
         reviewer = RulesReviewer(
             self.backends,
             self.max_age,
             a.rules_webhook_key,
             timeout=a.rules_webhook_timeout.total_seconds(),
             concurrency=a.rules_webhook_concurrency,
-            metrics=WebhookMetrics(self.metrics.registry),
+            metrics=reviews,
         )
+        team = MetricRuleReviewer(self._team_limits(), reviews)
         runner = web.AppRunner(
-            webhook_app(reviewer, a.rules_webhook_allowed_names),
+            webhook_app(reviewer, a.rules_webhook_allowed_names, team),
             access_log=None,
             shutdown_timeout=a.shutdown_grace_period.total_seconds(),
         )

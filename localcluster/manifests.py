@@ -83,7 +83,18 @@ def adapter_manifests(
                         "daemonsets",
                         "jobs",
                     ],
-                }
+                },
+                # MetricRules and ClusterMetricRules (--team-rules), as the chart grants
+                {
+                    "apiGroups": ["promhpa.io"],
+                    "verbs": ["get", "list", "watch"],
+                    "resources": ["metricrules", "clustermetricrules"],
+                },
+                {
+                    "apiGroups": ["promhpa.io"],
+                    "verbs": ["update"],
+                    "resources": ["metricrules/status", "clustermetricrules/status"],
+                },
             ],
         },
         {

@@ -28,6 +28,17 @@ def port(text: str) -> int:
     return value
 
 
+def positive(text: str) -> int:
+    """A count of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
+
+
 def port_or_zero(text: str) -> int:
     """A port, or 0 (off, or any free port: each flag says which)."""
     return 0 if text.strip() == "0" else port(text)

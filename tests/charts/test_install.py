@@ -194,6 +194,49 @@ def test_upgrade_keeps_the_serving_certificate(cluster: Cluster, release: Releas
     assert available(cluster)
 
 
+def test_an_invalid_metric_rule_is_refused_at_admission_with_the_parsers_message(
+    cluster: Cluster, release: Release
+) -> None:
+    bad = {
+        "apiVersion": "promhpa.io/v1alpha1",
+        "kind": "MetricRule",
+        "metadata": {"name": "broken", "namespace": APP_NS},
+        "spec": {"metric": "broken", "query": "sum(jobs"},
+    }
+    cluster.kubectl("create", "namespace", APP_NS, check=False)
+    out = cluster.kubectl("apply", "-f", "-", input=json.dumps(bad), check=False)
+    assert out.returncode != 0
+    assert 'admission webhook "metricrules.promhpa.io" denied the request' in out.stderr, out.stderr
+    assert f"MetricRule {APP_NS}/broken: spec.query: not valid PromQL" in out.stderr
+
+
+def test_namespace_editors_manage_metric_rules_and_only_cluster_admins_cluster_rules(
+    cluster: Cluster, release: Release
+) -> None:
+    cluster.kubectl("create", "namespace", APP_NS, check=False)
+    for role in ("edit", "view"):
+        cluster.kubectl("-n", APP_NS, "create", "serviceaccount", f"a-{role}", check=False)
+        cluster.kubectl(
+            "-n", APP_NS, "create", "rolebinding", f"a-{role}", f"--clusterrole={role}",
+            f"--serviceaccount={APP_NS}:a-{role}", check=False,
+        )  # fmt: skip
+
+    def can(role: str, *what: str) -> bool:
+        out = cluster.kubectl(
+            "auth", "can-i", *what, f"--as=system:serviceaccount:{APP_NS}:a-{role}", check=False
+        )
+        return out.stdout.strip() == "yes"
+
+    # the aggregation controller folds the chart's roles into edit and view within seconds
+    wait_until(lambda: can("edit", "create", "metricrules.promhpa.io", "-n", APP_NS), what="edit aggregated")
+    wait_until(lambda: can("view", "list", "metricrules.promhpa.io", "-n", APP_NS), what="view aggregated")
+    assert can("edit", "delete", "metricrules.promhpa.io", "-n", APP_NS)
+    assert not can("edit", "update", "metricrules.promhpa.io", "--subresource=status", "-n", APP_NS)
+    assert not can("edit", "create", "clustermetricrules.promhpa.io")
+    assert not can("edit", "create", "metricrules.promhpa.io", "-n", NS)  # another namespace
+    assert not can("view", "create", "metricrules.promhpa.io", "-n", APP_NS)
+
+
 def rules_configmap(cluster: Cluster) -> str:
     cm = json.loads(cluster.kubectl("-n", NS, "get", "configmap", f"{ADAPTER}-rules", "-o", "json").stdout)
     return str(cm["data"]["config.yaml"])
@@ -545,14 +588,22 @@ def test_the_documented_cluster_commands_run_against_a_release(
     assert len(commands) >= 10
     rendered = {
         f"{d['kind'].lower()}/{d['metadata']['name']}"
-        for d in render_chart(namespace=NS, release=RELEASE)
+        for d in render_chart("--set", "prometheus.url=http://prometheus:9090", namespace=NS, release=RELEASE)
         if d.get("kind") == "Deployment"
     }
     for name in running(cluster, "work"):  # the pods the documented pods/* query selects
         exporter.set(f'chart_requests{{namespace="{APP_NS}",pod="{name}"}}', 3)
     wait_until(lambda: len(prometheus.query("chart_requests")) > 1, what="the pods' series scraped")
+    # the walkthrough's manifests (docs/rules.md), applied as the reader would
+    example = re.search(r"```yaml\n(.*?)```", (ROOT / "docs" / "rules.md").read_text(), re.S)
+    assert example is not None
+    (release.work / "orders.yaml").write_text(example.group(1))
+    cluster.kubectl("create", "namespace", "shop", check=False)
     for page, command in commands:
         argv = localize(command, deployed_revision(cluster))
+        argv = [str(release.work / a) if a == "orders.yaml" else a for a in argv]
+        if argv[:2] == ["kubectl", "delete"]:
+            argv.append("--dry-run=server")  # the names must exist; nothing is deleted
         if argv[0] == "kubectl" and KUBELET_BOUND & set(argv):
             target = next(a for a in argv if a.startswith("deploy/")).replace("deploy/", "deployment/")
             assert target in rendered, f"{page}: `{command}` names {target}, which the chart does not render"

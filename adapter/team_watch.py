@@ -1,0 +1,151 @@
+"""MetricRules and ClusterMetricRules from the cluster: watched, assigned, verdicts written.
+
+The I/O edge of ``adapter.team_rules``: two informers keep the objects; any change wakes
+one reconcile on the event loop (and a resync every ``resync`` seconds, so a name the rule
+file gives up or takes is noticed), which assigns the names afresh -- a served
+``Assignment`` replaced whole, so a request never sees half an update -- and writes each
+object's ``Accepted`` condition where it changed. A write that races an edit (409) or a
+deletion (404) is left to the reconcile the edit itself wakes. Every replica of the
+adapter writes the same verdict, so whichever writes first, the others find nothing to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from shared.kube.client import Kube
+from shared.kube.errors import Conflict, Forbidden, KubeError, NotFound
+from shared.kube.informer import Informer
+
+from .team_rules import (
+    CLUSTER,
+    GROUP,
+    NAMESPACED,
+    PATHS,
+    VERSION,
+    Assignment,
+    Key,
+    Limits,
+    TeamRule,
+    assign,
+    condition,
+)
+
+log = structlog.get_logger("adapter.team_rules")
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def status_path(kind: str, namespace: str, name: str) -> str:
+    if kind == NAMESPACED:
+        return f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/metricrules/{name}/status"
+    return f"/apis/{GROUP}/{VERSION}/clustermetricrules/{name}/status"
+
+
+class TeamRuleWatch:
+    def __init__(
+        self,
+        kube: Kube,
+        limits: Limits,
+        file_metrics: Callable[[], Iterable[str]],
+        resync: float = 30.0,
+        watch_idle_timeout: float = 90.0,
+    ) -> None:
+        self.kube, self.limits, self.file_metrics, self.resync = kube, limits, file_metrics, resync
+        self.assignment = Assignment()
+        self._good: dict[Key, TeamRule] = {}
+        self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._denied = False
+        self.informers = {
+            kind: Informer(kube, PATHS[kind], on_change=self._changed, watch_idle_timeout=watch_idle_timeout)
+            for kind in (NAMESPACED, CLUSTER)
+        }
+
+    def _changed(self, _event: str, _obj: dict[str, Any]) -> None:
+        """From an informer's thread: wake the loop's reconcile."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    async def context(self, _: web.Application) -> AsyncIterator[None]:
+        """Start watching; stop with the app (aiohttp cleanup context)."""
+        self._loop = asyncio.get_running_loop()
+        for informer in self.informers.values():
+            informer.start()
+        task = asyncio.create_task(self._run(), name="team-rules")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            for informer in self.informers.values():
+                informer.stop()
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.resync):
+                    await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.reconcile()
+            except Exception:  # a bug must not end the watch: logged, retried at the next wake
+                log.exception("team rules: reconcile failed")
+
+    async def reconcile(self) -> None:
+        objects = [
+            (kind, obj)
+            for kind, informer in self.informers.items()
+            if informer.synced.is_set()
+            for obj in informer.items()
+        ]
+        assignment, good = assign(objects, self._good, self.file_metrics(), self.limits)
+        if set(assignment.served) != set(self.assignment.served):
+            log.info("team rules served", metrics=sorted(f"{ns or '*'}/{m}" for ns, m in assignment.served))
+        self.assignment, self._good = assignment, good
+        for kind, obj in objects:
+            await self._write(kind, obj, assignment)
+
+    async def _write(self, kind: str, obj: dict[str, Any], assignment: Assignment) -> None:
+        meta = obj.get("metadata") or {}
+        key = (kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        verdict = assignment.verdicts.get(key)
+        if verdict is None:
+            return
+        status = dict(obj.get("status") or {})
+        conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+        previous = next((c for c in conditions if c.get("type") == "Accepted"), None)
+        generation = int(meta.get("generation") or 0)
+        wanted = condition(verdict, generation, _now(), previous)
+        spec = obj.get("spec") or {}
+        metric = spec.get("metric") if isinstance(spec.get("metric"), str) else None
+        same = previous is not None and all(
+            previous.get(k) == wanted[k] for k in ("status", "reason", "message", "observedGeneration")
+        )
+        if same and status.get("observedGeneration") == generation and status.get("metric") == metric:
+            return
+        status["conditions"] = [c for c in conditions if c.get("type") != "Accepted"] + [wanted]
+        status["observedGeneration"] = generation
+        if metric is not None:
+            status["metric"] = metric
+        body = {**obj, "status": status}
+        try:
+            await self.kube.put(status_path(*key), body)
+        except (Conflict, NotFound):
+            pass  # an edit or a deletion raced us: its own event reconciles again
+        except Forbidden as e:
+            if not self._denied:
+                log.warning("team rules: cannot write a rule's status (RBAC)", error=str(e))
+                self._denied = True
+        except KubeError as e:
+            log.warning("team rules: status write failed", rule="/".join(key), error=str(e))

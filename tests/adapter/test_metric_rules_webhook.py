@@ -1,0 +1,59 @@
+"""The MetricRule admission review, called as the kube-apiserver calls it (aiohttp's test
+client over the webhook's own application; the client-certificate gate is tested in
+test_rules_webhook.py and end to end in tests/charts/test_install.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from adapter.rules_webhook import METRIC_RULES_PATH, MetricRuleReviewer, WebhookMetrics
+from adapter.team_rules import Limits
+
+
+def review(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u1",
+            "kind": {"group": "promhpa.io", "version": "v1alpha1", "kind": kind},
+            "object": {"metadata": {"name": "r", "namespace": "team-a"}, "spec": spec},
+        },
+    }
+
+
+async def answer(body: dict[str, Any]) -> dict[str, Any]:
+    app = web.Application()
+    app.router.add_post(METRIC_RULES_PATH, MetricRuleReviewer(Limits(), WebhookMetrics()).handle)
+    async with TestClient(TestServer(app)) as client:
+        resp = await client.post(METRIC_RULES_PATH, json=body)
+        assert resp.status == 200
+        out: dict[str, Any] = (await resp.json())["response"]
+        return out
+
+
+def test_invalid_promql_is_denied_with_the_parsers_message() -> None:
+    got = asyncio.run(answer(review("MetricRule", {"metric": "m", "query": "sum(x"})))
+    assert got["allowed"] is False
+    assert got["status"]["message"].startswith("MetricRule team-a/r: spec.query: not valid PromQL")
+
+
+def test_a_backend_the_platform_does_not_allow_is_denied() -> None:
+    got = asyncio.run(answer(review("MetricRule", {"metric": "m", "query": "sum(x)", "backend": "other"})))
+    assert got["allowed"] is False
+    assert "not one a MetricRule may use" in got["status"]["message"]
+
+
+def test_a_valid_rule_is_allowed() -> None:
+    got = asyncio.run(answer(review("MetricRule", {"metric": "m", "query": "sum(x)"})))
+    assert got == {"uid": "u1", "allowed": True}
+
+
+def test_the_file_form_is_allowed_with_a_warning_that_it_is_not_served_yet() -> None:
+    got = asyncio.run(answer(review("MetricRule", {"seriesQuery": "x", "metricsQuery": "y"})))
+    assert got["allowed"] is True
+    assert "not served by this adapter yet" in got["warnings"][0]

@@ -1,0 +1,141 @@
+"""MetricRules and ClusterMetricRules judged and assigned (plain data; the live behaviour
+is in test_team_rules_live.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapter.team_rules import CLUSTER, NAMESPACED, Limits, TeamRule, Verdict, assign, condition, judge
+
+LIMITS = Limits(per_namespace=2, backends=frozenset({""}))
+
+
+def rule(
+    name: str,
+    ns: str = "team-a",
+    metric: str = "queue_depth",
+    query: str = "sum(queue)",
+    created: str = "t1",
+    **spec: Any,
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": ns, "generation": 1, "creationTimestamp": created},
+        "spec": {"metric": metric, "query": query, **spec},
+    }
+
+
+def test_a_direct_rule_is_served_with_its_query_confined_to_its_namespace() -> None:
+    got = judge(NAMESPACED, rule("q"), LIMITS)
+    assert isinstance(got, TeamRule)
+    assert got.query == 'sum({__name__="queue",namespace="team-a"})'
+
+
+def test_a_cluster_rule_is_parsed_but_not_confined() -> None:
+    got = judge(CLUSTER, {"metadata": {"name": "q"}, "spec": {"metric": "m", "query": "sum(queue)"}}, LIMITS)
+    assert isinstance(got, TeamRule)
+    assert (got.namespace, got.query) == ("", "sum(queue)")
+
+
+def test_invalid_promql_names_the_field_and_the_parsers_message() -> None:
+    got = judge(NAMESPACED, rule("q", query="sum(queue"), LIMITS)
+    assert isinstance(got, Verdict)
+    assert (got.reason, got.message.startswith("spec.query: not valid PromQL")) == ("Invalid", True)
+
+
+def test_a_backend_the_platform_does_not_allow_is_not_allowed() -> None:
+    got = judge(NAMESPACED, rule("q", backend="thanos"), LIMITS)
+    assert isinstance(got, Verdict)
+    assert got.reason == "NotAllowed"
+    assert "allowed: default" in got.message
+
+
+def test_the_file_form_is_answered_unsupported_for_now() -> None:
+    obj = {
+        "metadata": {"name": "f", "namespace": "team-a"},
+        "spec": {"seriesQuery": "x", "metricsQuery": "y"},
+    }
+    got = judge(NAMESPACED, obj, LIMITS)
+    assert isinstance(got, Verdict)
+    assert got.reason == "Unsupported"
+
+
+def test_the_rule_file_holds_its_names_and_the_team_rule_says_conflict() -> None:
+    a, _ = assign([(NAMESPACED, rule("q"))], {}, ["queue_depth"], LIMITS)
+    assert a.lookup("team-a", "queue_depth") is None
+    assert a.verdicts[(NAMESPACED, "team-a", "q")].reason == "Conflict"
+    assert "rule file" in a.verdicts[(NAMESPACED, "team-a", "q")].message
+
+
+def test_the_older_of_two_rules_for_one_name_holds_it() -> None:
+    objs = [(NAMESPACED, rule("new", created="t2")), (NAMESPACED, rule("old", created="t1"))]
+    a, _ = assign(objs, {}, [], LIMITS)
+    served = a.lookup("team-a", "queue_depth")
+    assert served is not None
+    assert served.name == "old"
+    assert a.verdicts[(NAMESPACED, "team-a", "new")].message.endswith("MetricRule team-a/old")
+
+
+def test_the_same_name_in_two_namespaces_is_two_metrics() -> None:
+    objs = [(NAMESPACED, rule("q", ns="team-a")), (NAMESPACED, rule("q", ns="team-b"))]
+    a, _ = assign(objs, {}, [], LIMITS)
+    ra, rb = a.lookup("team-a", "queue_depth"), a.lookup("team-b", "queue_depth")
+    assert ra is not None
+    assert rb is not None
+    assert (ra.namespace, rb.namespace) == ("team-a", "team-b")
+
+
+def test_a_team_rule_is_never_served_in_another_namespace() -> None:
+    a, _ = assign([(NAMESPACED, rule("q"))], {}, [], LIMITS)
+    assert a.lookup("team-b", "queue_depth") is None
+
+
+def test_a_cluster_rule_serves_every_namespace_and_wins_over_a_team_rule() -> None:
+    cluster = {
+        "metadata": {"name": "c", "creationTimestamp": "t9"},
+        "spec": {"metric": "queue_depth", "query": "q"},
+    }
+    a, _ = assign([(NAMESPACED, rule("q", created="t1")), (CLUSTER, cluster)], {}, [], LIMITS)
+    got = a.lookup("team-a", "queue_depth")
+    assert got is not None
+    assert got.kind == CLUSTER
+    assert a.verdicts[(NAMESPACED, "team-a", "q")].reason == "Conflict"
+
+
+def test_a_namespace_past_its_limit_has_its_newest_rules_refused() -> None:
+    objs = [(NAMESPACED, rule(f"r{i}", metric=f"m{i}", created=f"t{i}")) for i in range(3)]
+    a, _ = assign(objs, {}, [], LIMITS)
+    assert [a.verdicts[(NAMESPACED, "team-a", f"r{i}")].reason for i in range(3)] == [
+        "Served",
+        "Served",
+        "NotAllowed",
+    ]
+
+
+def test_an_invalid_edit_keeps_the_last_valid_version_serving() -> None:
+    _, good = assign([(NAMESPACED, rule("q"))], {}, [], LIMITS)
+    edited = rule("q", query="sum(")
+    edited["metadata"]["generation"] = 2
+    a, _ = assign([(NAMESPACED, edited)], good, [], LIMITS)
+    served = a.lookup("team-a", "queue_depth")
+    assert served is not None
+    assert served.query == 'sum({__name__="queue",namespace="team-a"})'
+    v = a.verdicts[(NAMESPACED, "team-a", "q")]
+    assert (v.status, v.reason) == ("False", "Invalid")
+    assert v.message.endswith("(still serving generation 1)")
+
+
+def test_a_deleted_rule_is_forgotten() -> None:
+    _, good = assign([(NAMESPACED, rule("q"))], {}, [], LIMITS)
+    a, good = assign([], good, [], LIMITS)
+    assert (a.served, good) == ({}, {})
+
+
+def test_the_condition_keeps_its_transition_time_while_its_status_holds() -> None:
+    before = {"type": "Accepted", "status": "True", "lastTransitionTime": "2026-11-25T10:00:00Z"}
+    same = condition(Verdict("True", "Served", "m"), 3, "2026-11-25T11:00:00Z", before)
+    flipped = condition(Verdict("False", "Invalid", "m"), 3, "2026-11-25T11:00:00Z", before)
+    assert (same["lastTransitionTime"], flipped["lastTransitionTime"]) == (
+        "2026-11-25T10:00:00Z",
+        "2026-11-25T11:00:00Z",
+    )
+    assert same["observedGeneration"] == 3

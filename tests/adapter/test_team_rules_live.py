@@ -1,0 +1,210 @@
+"""MetricRules on the real control plane: a team's rule served in its namespace, confined to
+its series, its verdict on its status; the CRDs' schema, columns and validation as the
+kube-apiserver serves them; an HPA scaled on a team's metric by promhpa's controller."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcluster import Cluster
+from tests.support import (
+    AdapterProcess,
+    Exporter,
+    PrometheusProcess,
+    apply_items,
+    external_rules,
+    register_and_start_adapter,
+    start_controller_process,
+    stop_adapter,
+    stop_process,
+    wait_until,
+)
+
+pytestmark = pytest.mark.cluster
+ROOT = Path(__file__).resolve().parents[2]
+CRDS = ROOT / "charts" / "promhpa" / "crds" / "metricrules.yaml"
+A, B = "team-a", "team-b"
+OURS, THEIRS = 7.0, 7_777_777.0
+
+
+def rule(name: str, metric: str, query: str, ns: str = A) -> dict[str, Any]:
+    return {
+        "apiVersion": "promhpa.io/v1alpha1",
+        "kind": "MetricRule",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"metric": metric, "query": query},
+    }
+
+
+def external(cluster: Cluster, ns: str, metric: str) -> tuple[int, dict[str, Any]]:
+    out = cluster.kubectl(
+        "get", "--raw", f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{ns}/{metric}", check=False
+    )
+    if out.returncode != 0:
+        return (404 if "NotFound" in out.stderr or "not found" in out.stderr else 500), {"error": out.stderr}
+    return 200, json.loads(out.stdout)
+
+
+def values(cluster: Cluster, ns: str, metric: str) -> list[float] | None:
+    code, body = external(cluster, ns, metric)
+    if code != 200:
+        return None
+    return [_number(i["value"]) for i in body["items"]]
+
+
+def _number(q: str) -> float:
+    return float(q[:-1]) / 1000 if q.endswith("m") else float(q)
+
+
+def accepted(cluster: Cluster, name: str, ns: str = A) -> dict[str, Any]:
+    obj = json.loads(cluster.kubectl("-n", ns, "get", "metricrule", name, "-o", "json").stdout)
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Accepted"), {})
+
+
+@pytest.fixture(scope="module")
+def adapter(
+    cluster: Cluster,
+    exporter: Exporter,
+    prometheus: PrometheusProcess,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[AdapterProcess]:
+    cluster.kubectl("apply", "--server-side", "-f", str(CRDS))
+    cluster.kubectl("wait", "--for=condition=Established", "crd/metricrules.promhpa.io", "--timeout=60s")
+    for ns in (A, B):
+        cluster.kubectl("create", "namespace", ns, check=False)
+        exporter.set(f'jobs_waiting{{namespace="{ns}",queue="q"}}', OURS if ns == A else THEIRS)
+    exporter.set('file_queue{namespace="team-a",queue="q"}', 1)
+    wait_until(
+        lambda: len(prometheus.query("jobs_waiting")) == 2 and prometheus.query("file_queue"), what="scrape"
+    )
+    work = tmp_path_factory.mktemp("team-rules")
+    a = register_and_start_adapter(
+        cluster, prometheus, work, external_rules("file_queue", by=""), "--team-rules", "--query-cache-ttl=0s"
+    )
+    wait_until(
+        lambda: external(cluster, A, "file_queue")[0] == 200,
+        timeout=60,
+        what="the adapter behind the aggregator",
+    )
+    yield a
+    stop_adapter(a)
+    cluster.kubectl("delete", "metricrules", "--all", "-A", check=False)
+
+
+def test_a_new_rule_is_served_within_five_seconds_and_says_so_on_its_status(
+    cluster: Cluster, adapter: AdapterProcess
+) -> None:
+    apply_items(cluster, [rule("jobs", "jobs_waiting", "sum by (queue) (jobs_waiting)")])
+    t0 = time.monotonic()
+    wait_until(lambda: values(cluster, A, "jobs_waiting") is not None, timeout=5, what="served")
+    print(f"served {time.monotonic() - t0:.2f}s after create")
+    assert values(cluster, A, "jobs_waiting") == [OURS]
+    wait_until(lambda: accepted(cluster, "jobs").get("status") == "True", timeout=10, what="Accepted")
+    assert accepted(cluster, "jobs")["reason"] == "Served"
+
+
+def test_a_teams_rule_is_not_served_in_another_namespace(cluster: Cluster, adapter: AdapterProcess) -> None:
+    apply_items(cluster, [rule("jobs", "jobs_waiting", "sum by (queue) (jobs_waiting)")])
+    wait_until(lambda: values(cluster, A, "jobs_waiting") is not None, timeout=10, what="served in team-a")
+    assert external(cluster, B, "jobs_waiting")[0] == 404
+
+
+def test_a_query_reaching_for_another_namespace_reads_only_its_own(
+    cluster: Cluster, adapter: AdapterProcess
+) -> None:
+    apply_items(
+        cluster, [rule("grab", "grab", 'max({__name__=~"jobs_.*", namespace=~".*"}) or on() vector(0)')]
+    )
+    wait_until(lambda: values(cluster, A, "grab") is not None, timeout=10, what="served")
+    assert values(cluster, A, "grab") == [OURS]
+
+
+def test_an_edit_to_invalid_keeps_the_last_good_version_serving(
+    cluster: Cluster, adapter: AdapterProcess
+) -> None:
+    apply_items(cluster, [rule("edit", "edited", "sum(jobs_waiting)")])
+    wait_until(lambda: values(cluster, A, "edited") == [OURS], timeout=10, what="served")
+    apply_items(cluster, [rule("edit", "edited", "sum(jobs_waiting")])
+    wait_until(lambda: accepted(cluster, "edit").get("reason") == "Invalid", timeout=10, what="Invalid")
+    verdict = accepted(cluster, "edit")
+    assert verdict["status"] == "False"
+    assert verdict["message"].startswith("spec.query: not valid PromQL")
+    assert "still serving generation 1" in verdict["message"]
+    assert values(cluster, A, "edited") == [OURS]
+
+
+def test_deleting_a_rule_removes_its_metric(cluster: Cluster, adapter: AdapterProcess) -> None:
+    apply_items(cluster, [rule("gone", "going", "sum(jobs_waiting)")])
+    wait_until(lambda: values(cluster, A, "going") is not None, timeout=10, what="served")
+    cluster.kubectl("-n", A, "delete", "metricrule", "gone")
+    wait_until(lambda: external(cluster, A, "going")[0] == 404, timeout=5, what="gone")
+
+
+def test_a_name_the_rule_file_serves_is_a_conflict_on_the_rule_never_a_silent_winner(
+    cluster: Cluster, adapter: AdapterProcess
+) -> None:
+    apply_items(cluster, [rule("clash", "file_queue", "sum(jobs_waiting)")])
+    wait_until(lambda: accepted(cluster, "clash").get("reason") == "Conflict", timeout=10, what="Conflict")
+    assert "rule file" in accepted(cluster, "clash")["message"]
+    assert values(cluster, A, "file_queue") == [1.0]  # the file's rule still answers
+
+
+def test_the_api_server_refuses_a_rule_with_both_forms(cluster: Cluster, adapter: AdapterProcess) -> None:
+    bad = rule("both", "m", "sum(x)")
+    bad["spec"]["seriesQuery"] = "x"
+    out = cluster.kubectl("apply", "-f", "-", input=json.dumps(bad), check=False)
+    assert out.returncode != 0
+    assert "give either query (the direct form) or seriesQuery" in out.stderr
+
+
+def test_kubectl_explains_the_spec_and_shows_the_columns(cluster: Cluster, adapter: AdapterProcess) -> None:
+    explained = cluster.kubectl("explain", "metricrule.spec").stdout
+    assert "confined to the rule's namespace" in " ".join(explained.split())
+    apply_items(cluster, [rule("jobs", "jobs_waiting", "sum by (queue) (jobs_waiting)")])
+    wait_until(lambda: accepted(cluster, "jobs").get("status") == "True", timeout=10, what="Accepted")
+    table = cluster.kubectl("-n", A, "get", "metricrules").stdout.splitlines()
+    assert table[0].split() == ["NAME", "METRIC", "KIND", "ACCEPTED", "AGE"]
+    assert any(ln.split()[:2] == ["jobs", "jobs_waiting"] and ln.split()[2] == "True" for ln in table[1:])
+
+
+def test_an_hpa_scales_on_a_teams_metric_within_one_sync_period(
+    cluster: Cluster, adapter: AdapterProcess, tmp_path: Path
+) -> None:
+    apply_items(cluster, [rule("jobs", "jobs_waiting", "sum by (queue) (jobs_waiting)")])
+    wait_until(lambda: values(cluster, A, "jobs_waiting") == [OURS], timeout=10, what="served")
+    cluster.kubectl(
+        "-n", A, "create", "deployment", "worker", "--image=example.invalid/w", "--replicas=1", check=False
+    )
+    apply_items(cluster, [{
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "worker", "namespace": A},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "worker"},
+            "minReplicas": 1, "maxReplicas": 10,
+            "metrics": [{"type": "External", "external": {
+                "metric": {"name": "jobs_waiting"},
+                "target": {"type": "AverageValue", "averageValue": "2"},
+            }}],
+        },
+    }])  # fmt: skip
+    controller = start_controller_process(
+        cluster.kubeconfig, tmp_path / "controller.log", "--horizontal-pod-autoscaler-sync-period=2s"
+    )
+    try:
+
+        def replicas() -> int:
+            out = cluster.kubectl("-n", A, "get", "deployment", "worker", "-o", "jsonpath={.spec.replicas}")
+            return int(out.stdout or 0)
+
+        wait_until(
+            lambda: replicas() == 4, timeout=30, what="ceil(7 / 2) = 4 replicas"
+        )  # first reconcile + one period
+    finally:
+        stop_process(controller)
+        print((tmp_path / "controller.log").read_text()[-2000:])
