@@ -1,0 +1,68 @@
+"""The benchmark tables in docs/ are the benchmarks' own output, not hand edits."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from benchmarks import bench_controller, side_by_side
+from benchmarks.doc_tables import SectionError, markers, render, section, update_section
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLES = [
+    ("docs/adapter.md", "bench-adapter", "benchmarks.side_by_side", side_by_side.HEADER),
+    ("docs/controller.md", "bench-controller", "benchmarks.bench_controller", bench_controller.HEADER),
+]
+
+
+@pytest.mark.parametrize(("page", "name", "module", "header"), TABLES, ids=[t[1] for t in TABLES])
+def test_each_docs_table_is_its_benchmarks_output_with_the_command_that_made_it(
+    page: str, name: str, module: str, header: str
+) -> None:
+    text = section((ROOT / page).read_text(), name)
+    lines = text.splitlines()
+    assert lines[0].startswith(f"Made by `python -m {module}"), lines[0]
+    assert "--update-docs" in lines[0]
+    assert header in lines, f"{page}: the table's header is not the benchmark's own"
+
+
+def test_both_competitors_limits_are_labelled_in_every_adapter_row() -> None:
+    text = section((ROOT / "docs/adapter.md").read_text(), "bench-adapter")
+    rows = [ln for ln in text.splitlines() if ln.startswith("| ") and not ln.startswith("| path")]
+    labels = {ln.split("|")[8].strip() for ln in rows}
+    assert labels == set(side_by_side.LIMITS.values())
+
+
+def test_both_client_limits_are_rows_of_the_controller_table() -> None:
+    text = section((ROOT / "docs/controller.md").read_text(), "bench-controller")
+    rows = [ln for ln in text.splitlines() if ln.startswith("| ") and not ln.startswith("| HPAs")]
+    labels = {ln.split("|")[3].strip() for ln in rows}
+    assert labels == {label for label, _ in bench_controller.LIMITS.values()}
+
+
+def test_updating_a_section_replaces_only_what_lies_between_its_markers(tmp_path: Path) -> None:
+    begin, end = markers("demo")
+    page = tmp_path / "page.md"
+    page.write_text(f"# Title\n\nbefore\n{begin}\nold table\n{end}\nafter\n")
+    update_section(page, "demo", "python -m benchmarks.demo --update-docs", ["| a |", "|---|"])
+    text = page.read_text()
+    assert text.startswith("# Title\n\nbefore\n")
+    assert text.endswith(f"{end}\nafter\n")
+    assert "old table" not in text
+    assert section(text, "demo").splitlines()[2:] == ["| a |", "|---|"]
+
+
+def test_a_page_without_the_markers_is_refused_naming_the_lines_to_add(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("no markers here\n")
+    with pytest.raises(SectionError) as e:
+        update_section(page, "demo", "cmd", ["x"])
+    assert markers("demo")[0] in str(e.value)
+    assert page.read_text() == "no markers here\n"
+
+
+def test_a_rendered_section_names_its_command_and_day() -> None:
+    out = render("python -m benchmarks.x --rounds 1", ["t"], datetime(2026, 11, 25, tzinfo=UTC))
+    assert out.splitlines()[0] == "Made by `python -m benchmarks.x --rounds 1` on 2026-11-25:"
