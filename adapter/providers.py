@@ -18,12 +18,15 @@ from shared.selectors import Selector
 
 from .backends import Backends
 from .config import Config, GroupResource
+from .isolation import IsolationError
 from .naming import NAMESPACES, NODES, PODS
 from .promapi import PrometheusAPI, PrometheusTimeout, Sample
+from .promql import QueryError
 from .queries import ObjectQuery, container_query, custom_query, external_query, node_query
 from .registry import Registry
 from .requests import BadRequest, MetricRequest, NotFound
-from .team_rules import Assignment, TeamRule
+from .team_rules import Assignment
+from .team_rules import Served as TeamServed
 from .wire import CUSTOM, EXTERNAL, RESOURCE, item_builder, milli_quantity, timestamp, value_list
 
 
@@ -161,12 +164,18 @@ class Providers:
             )
         return value_list(EXTERNAL, req.version, "ExternalMetricValueList", items)
 
-    async def _team_external(self, rule: TeamRule, req: MetricRequest) -> dict[str, Any]:
-        """A MetricRule's query (confined to its namespace when it was accepted), its series
-        picked by the request's labelSelector, within the team rules' query time limit."""
+    async def _team_external(self, served: TeamServed, req: MetricRequest) -> dict[str, Any]:
+        """A MetricRule's query, confined to its namespace, within the team rules' query time
+        limit; the request's labelSelector picks among the direct form's series by their
+        labels (the file form's metricsQuery has it as its LabelMatchers)."""
+        rule = served.rule
+        try:
+            query = rule.render(served.series, req.namespace, req.selector)
+        except (IsolationError, QueryError) as e:
+            raise BadRequest(f"{rule.describe()}: {e}") from None
         try:
             async with asyncio.timeout(self.team_query_timeout):
-                samples = await self.backends.get(rule.backend).query(rule.query)
+                samples = await self.backends.get(rule.backend).query(query)
         except TimeoutError:
             raise PrometheusTimeout(
                 f"{rule.describe()}: no answer within the team rules' query time limit "
@@ -176,7 +185,8 @@ class Providers:
         for s in samples:
             value = milli_quantity(s.value)
             labels = {k: v for k, v in s.labels.items() if k != "__name__"}
-            if value is None or (req.selector is not None and not req.selector.matches(labels)):
+            picked = rule.rule is not None or req.selector is None or req.selector.matches(labels)
+            if value is None or not picked:
                 continue
             items.append(
                 {

@@ -111,6 +111,17 @@ def client_certificate_required(
     return check
 
 
+async def _counted(metrics: WebhookMetrics, answer: Awaitable[tuple[str, web.Response]]) -> web.Response:
+    """A review's answer, timed and counted by its result."""
+    started = time.monotonic()
+    try:
+        result, response = await answer
+    finally:
+        metrics.seconds.observe(time.monotonic() - started)
+    metrics.reviews.labels(result).inc()
+    return response
+
+
 class RulesReviewer:
     """Answers AdmissionReviews of a rules ConfigMap, each within its own bounds."""
 
@@ -145,13 +156,7 @@ class RulesReviewer:
 
     async def handle(self, request: web.Request) -> web.Response:
         """``POST /validate/rules`` (AdmissionReview v1, a ConfigMap object)."""
-        started = time.monotonic()
-        try:
-            result, response = await self._answer(request)
-        finally:
-            self.metrics.seconds.observe(time.monotonic() - started)
-        self.metrics.reviews.labels(result).inc()
-        return response
+        return await _counted(self.metrics, self._answer(request))
 
     async def _answer(self, request: web.Request) -> tuple[str, web.Response]:
         if request.content_length is not None and request.content_length > MAX_BODY:
@@ -198,13 +203,7 @@ class MetricRuleReviewer:
 
     async def handle(self, request: web.Request) -> web.Response:
         """``POST /validate/metricrules`` (AdmissionReview v1)."""
-        started = time.monotonic()
-        try:
-            result, response = await self._answer(request)
-        finally:
-            self.metrics.seconds.observe(time.monotonic() - started)
-        self.metrics.reviews.labels(result).inc()
-        return response
+        return await _counted(self.metrics, self._answer(request))
 
     async def _answer(self, request: web.Request) -> tuple[str, web.Response]:
         try:

@@ -239,6 +239,8 @@ class Adapter:
             kube,
             self._team_limits(),
             self.registry.external_metrics,
+            self.backends,
+            self.max_age,
             watch_idle_timeout=a.informer_watch_idle_timeout.total_seconds(),
         )
         providers = app[PROVIDERS]

@@ -16,8 +16,10 @@ What is served, when names meet:
 An object that turns invalid keeps its last valid version serving (``Invalid`` on its
 status says so): a bad edit must not take a metric away from the HPAs using it.
 
-This release serves the direct form (``metric`` + ``query``, an external metric); the file
-form is accepted by the schema and answered ``Unsupported`` until the adapter serves it.
+Served: the direct form (``metric`` + ``query``, one external metric) and the file form of
+an external rule (``kind: External``: ``seriesQuery`` discovers series, ``name`` turns
+their names into metrics, ``metricsQuery`` answers a request), both confined to the rule's
+namespace. The file form of a custom-metrics rule is answered ``Unsupported`` for now.
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .isolation import IsolationError, confine
+import promql_parser
+import yaml
+
+from shared.selectors import Selector
+
+from .config import ConfigError, Rule, parse_config
+from .isolation import IsolationError, confine, confine_selector
+from .promql import QueryError
+from .queries import external_query
 
 GROUP, VERSION = "promhpa.io", "v1alpha1"
 NAMESPACED, CLUSTER = "MetricRule", "ClusterMetricRule"
@@ -52,11 +62,21 @@ class TeamRule:
     kind: str
     namespace: str  # "" for a ClusterMetricRule
     name: str
-    metric: str
-    query: str  # as sent: confined to ``namespace`` for a MetricRule
+    metric: str  # the direct form's; "" for the file form (its metrics are discovered)
+    query: str  # the direct form's, as sent: confined to ``namespace`` for a MetricRule
     backend: str
     generation: int
     created: str
+    rule: Rule | None = None  # the file form, parsed as the rule file's would be
+    selector: str = ""  # the file form's seriesQuery, as sent (confined for a MetricRule)
+
+    def render(self, series: str, namespace: str | None, selector: Selector | None) -> str:
+        """The query answering one request: the direct form's as is; the file form's
+        metricsQuery rendered for ``series``, then confined like the direct form."""
+        if self.rule is None:
+            return self.query
+        query = external_query(self.rule, series, namespace, selector)
+        return confine(query, self.namespace) if self.kind == NAMESPACED else query
 
     @property
     def key(self) -> Key:
@@ -73,15 +93,21 @@ class Verdict:
     message: str
 
 
+@dataclass(frozen=True)
+class Served:
+    rule: TeamRule
+    series: str = ""  # the file form: the series name the metric was discovered as
+
+
 @dataclass
 class Assignment:
     """What is served, and each object's verdict."""
 
-    served: dict[tuple[str, str], TeamRule] = field(default_factory=dict)  # (namespace | "", metric)
+    served: dict[tuple[str, str], Served] = field(default_factory=dict)  # (namespace | "", metric)
     verdicts: dict[Key, Verdict] = field(default_factory=dict)
 
-    def lookup(self, namespace: str | None, metric: str) -> TeamRule | None:
-        """The rule serving ``metric`` in ``namespace``: the namespace's own, else a cluster rule."""
+    def lookup(self, namespace: str | None, metric: str) -> Served | None:
+        """What serves ``metric`` in ``namespace``: the namespace's own rule, else a cluster rule."""
         return self.served.get((namespace or "", metric)) or self.served.get(("", metric))
 
     def metrics(self) -> list[str]:
@@ -99,25 +125,16 @@ def judge(kind: str, obj: Mapping[str, Any], limits: Limits) -> TeamRule | Verdi
     spec = obj.get("spec") or {}
     namespace = str(meta.get("namespace") or "") if kind == NAMESPACED else ""
     if "query" not in spec:
-        return Verdict(
-            "False",
-            "Unsupported",
-            "the file form (seriesQuery/metricsQuery) is not served by this adapter yet: "
-            "use the direct form (metric + query), or put the rule in the adapter's rule file",
-        )
+        return _file_form(kind, obj, namespace, limits)
     metric, query = spec.get("metric"), spec.get("query")
     if not isinstance(metric, str) or not _METRIC.fullmatch(metric):
         return Verdict("False", "Invalid", f"spec.metric: {metric!r} is not a metric name")
     if not isinstance(query, str) or not query.strip():
         return Verdict("False", "Invalid", "spec.query: empty")
     backend = str(spec.get("backend") or "")
-    if kind == NAMESPACED and backend not in limits.backends:
-        allowed = ", ".join(sorted(b or "default" for b in limits.backends))
-        return Verdict(
-            "False",
-            "NotAllowed",
-            f"spec.backend: {backend!r} is not one a MetricRule may use (allowed: {allowed})",
-        )
+    refused = _backend_refused(kind, backend, limits)
+    if refused is not None:
+        return refused
     try:
         sent = confine(query, namespace) if kind == NAMESPACED else _checked(query)
     except IsolationError as e:
@@ -134,10 +151,62 @@ def judge(kind: str, obj: Mapping[str, Any], limits: Limits) -> TeamRule | Verdi
     )
 
 
+def _backend_refused(kind: str, backend: str, limits: Limits) -> Verdict | None:
+    if kind != NAMESPACED or backend in limits.backends:
+        return None
+    allowed = ", ".join(sorted(b or "default" for b in limits.backends))
+    return Verdict(
+        "False",
+        "NotAllowed",
+        f"spec.backend: {backend!r} is not one a MetricRule may use (allowed: {allowed})",
+    )
+
+
+_FILE_KEYS = ("seriesQuery", "seriesFilters", "metricsQuery", "name", "resources")
+
+
+def _file_form(kind: str, obj: Mapping[str, Any], namespace: str, limits: Limits) -> TeamRule | Verdict:
+    """The rule file's external-rule shape, checked by the rule file's own parser."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    if spec.get("kind", "Custom") != "External":
+        return Verdict(
+            "False",
+            "Unsupported",
+            "the file form of a custom-metrics rule is not served from a MetricRule yet: use "
+            "kind: External, the direct form (metric + query), or the adapter's rule file",
+        )
+    backend = str(spec.get("backend") or "")
+    refused = _backend_refused(kind, backend, limits)
+    if refused is not None:
+        return refused
+    text = yaml.safe_dump({"externalRules": [{k: spec[k] for k in _FILE_KEYS if k in spec}]}, sort_keys=False)
+    try:
+        config = parse_config(text, "spec")
+        (rule,) = config.external_rules
+        series_query = str(spec["seriesQuery"])
+        selector = confine_selector(series_query, namespace) if kind == NAMESPACED else _checked(series_query)
+        trial = TeamRule(kind, namespace, "", "", "", backend, 0, "", rule, selector)
+        trial.render("promhpa_trial_series", namespace or None, None)  # the template confines
+    except ConfigError as e:
+        return Verdict("False", "Invalid", str(e).replace("externalRules[0].", ""))
+    except (IsolationError, QueryError) as e:
+        return Verdict("False", "Invalid", f"spec: {e}")
+    return TeamRule(
+        kind,
+        namespace,
+        str(meta.get("name") or ""),
+        "",
+        "",
+        backend,
+        int(meta.get("generation") or 0),
+        str(meta.get("creationTimestamp") or ""),
+        rule,
+        selector,
+    )
+
+
 def _checked(query: str) -> str:
     """A ClusterMetricRule's query is the platform's: only parsed, not confined."""
-    import promql_parser
-
     try:
         promql_parser.parse(query)
     except (ValueError, RuntimeError) as e:
@@ -150,9 +219,11 @@ def assign(
     last_good: Mapping[Key, TeamRule],
     file_metrics: Iterable[str],
     limits: Limits,
+    discovered: Mapping[Key, Mapping[str, str]] | None = None,
 ) -> tuple[Assignment, dict[Key, TeamRule]]:
     """Every object judged, then names given out (module docstring); returns the assignment
-    and the last valid version of each object still present."""
+    and the last valid version of each object still present. ``discovered``: for each
+    file-form rule, the metrics its seriesQuery found (metric -> series name)."""
     out = Assignment()
     good: dict[Key, TeamRule] = {}
     candidates: list[TeamRule] = []
@@ -173,32 +244,57 @@ def assign(
         else:
             out.verdicts[key] = got
     held = set(file_metrics)
+    found = discovered or {}
     order = sorted(candidates, key=lambda r: (r.kind != CLUSTER, r.created, r.namespace, r.name))
     per_namespace: dict[str, int] = {}
     for rule in order:
-        where = (rule.namespace, rule.metric)
-        holder = out.served.get(where) or (out.served.get(("", rule.metric)) if rule.namespace else None)
-        if rule.metric in held:
-            problem = Verdict("False", "Conflict", f"{rule.metric!r} is served by the adapter's rule file")
-        elif holder is not None:
-            problem = Verdict("False", "Conflict", f"{rule.metric!r} is served by {holder.describe()}")
-        elif rule.kind == NAMESPACED and per_namespace.get(rule.namespace, 0) >= limits.per_namespace:
-            problem = Verdict(
+        if rule.kind == NAMESPACED and per_namespace.get(rule.namespace, 0) >= limits.per_namespace:
+            out.verdicts[rule.key] = Verdict(
                 "False",
                 "NotAllowed",
                 f"namespace {rule.namespace} already has {limits.per_namespace} served MetricRules "
                 "(the adapter's --team-rules-per-namespace)",
             )
-        else:
-            out.served[where] = rule
-            if rule.kind == NAMESPACED:
-                per_namespace[rule.namespace] = per_namespace.get(rule.namespace, 0) + 1
-            out.verdicts.setdefault(
-                rule.key, Verdict("True", "Served", f"served as the external metric {rule.metric!r}")
-            )
             continue
-        out.verdicts[rule.key] = problem
+        names = {rule.metric: ""} if rule.rule is None else dict(found.get(rule.key, {}))
+        taken: dict[str, str] = {}  # metric -> who holds it
+        for metric, series in sorted(names.items()):
+            problem = _held_by(out, held, rule.namespace, metric)
+            if problem:
+                taken[metric] = problem
+            else:
+                out.served[(rule.namespace, metric)] = Served(rule, series)
+        if rule.rule is None and taken:
+            out.verdicts[rule.key] = Verdict("False", "Conflict", taken[rule.metric])
+            continue
+        if rule.kind == NAMESPACED:
+            per_namespace[rule.namespace] = per_namespace.get(rule.namespace, 0) + 1
+        out.verdicts.setdefault(rule.key, _served_verdict(rule, names, taken))
     return out, good
+
+
+def _held_by(out: Assignment, held: set[str], namespace: str, metric: str) -> str:
+    """Who already holds ``metric`` for ``namespace`` (words for a status), or ""."""
+    if metric in held:
+        return f"{metric!r} is served by the adapter's rule file"
+    holder = out.served.get((namespace, metric)) or (out.served.get(("", metric)) if namespace else None)
+    return f"{metric!r} is served by {holder.rule.describe()}" if holder is not None else ""
+
+
+def _served_verdict(rule: TeamRule, names: Mapping[str, str], taken: Mapping[str, str]) -> Verdict:
+    if rule.rule is None:
+        return Verdict("True", "Served", f"served as the external metric {rule.metric!r}")
+    mine = sorted(set(names) - set(taken))
+    if not names:
+        return Verdict(
+            "True", "Served", "no series match spec.seriesQuery yet (looked for again every resync)"
+        )
+    text = f"serving {len(mine)} external metric(s): {', '.join(mine[:10])}" + (
+        "..." if len(mine) > 10 else ""
+    )
+    if taken:
+        text += "; not served, held elsewhere: " + "; ".join(list(taken.values())[:5])
+    return Verdict("True", "Served", text)
 
 
 def condition(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
@@ -24,6 +24,9 @@ from shared.kube.client import Kube
 from shared.kube.errors import Conflict, Forbidden, KubeError, NotFound
 from shared.kube.informer import Informer
 
+from .backends import Backends
+from .promapi import PrometheusUnavailable
+from .registry import index_series
 from .team_rules import (
     CLUSTER,
     GROUP,
@@ -57,12 +60,17 @@ class TeamRuleWatch:
         kube: Kube,
         limits: Limits,
         file_metrics: Callable[[], Iterable[str]],
+        backends: Backends,
+        max_age: timedelta,
         resync: float = 30.0,
         watch_idle_timeout: float = 90.0,
     ) -> None:
         self.kube, self.limits, self.file_metrics, self.resync = kube, limits, file_metrics, resync
+        self.backends, self.max_age = backends, max_age
         self.assignment = Assignment()
         self._good: dict[Key, TeamRule] = {}
+        # the file form's discovery: rule -> (the version it was made for, metric -> series)
+        self._discovered: dict[Key, tuple[TeamRule, dict[str, str]]] = {}
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._denied = False
@@ -93,23 +101,53 @@ class TeamRuleWatch:
 
     async def _run(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
+            resync = False
+            try:
                 async with asyncio.timeout(self.resync):
                     await self._wake.wait()
+            except TimeoutError:
+                resync = True  # the file form's series are looked for again
             self._wake.clear()
             try:
-                await self.reconcile()
+                await self.reconcile(rediscover=resync)
             except Exception:  # a bug must not end the watch: logged, retried at the next wake
                 log.exception("team rules: reconcile failed")
 
-    async def reconcile(self) -> None:
+    async def _discover(self, rules: Iterable[TeamRule], again: bool) -> dict[Key, dict[str, str]]:
+        """Each file-form rule's metrics: found when the rule (or its version) is new, and
+        again at every resync; a backend that cannot answer keeps the last ones."""
+        found: dict[Key, dict[str, str]] = {}
+        for rule in rules:
+            if rule.rule is None:
+                continue
+            known = self._discovered.get(rule.key)
+            if known is not None and known[0] == rule and not again:
+                found[rule.key] = known[1]
+                continue
+            try:
+                series = await self.backends.get(rule.backend).series(rule.selector, self.max_age)
+            except PrometheusUnavailable as e:
+                log.warning("team rules: discovery failed", rule=rule.describe(), error=str(e))
+                if known is not None:
+                    found[rule.key] = known[1]
+                continue
+            _, external = index_series(rule.rule, series)
+            found[rule.key] = dict(sorted(external))
+            self._discovered[rule.key] = (rule, found[rule.key])
+        for key in set(self._discovered) - set(found):
+            del self._discovered[key]
+        return found
+
+    async def reconcile(self, rediscover: bool = False) -> None:
         objects = [
             (kind, obj)
             for kind, informer in self.informers.items()
             if informer.synced.is_set()
             for obj in informer.items()
         ]
-        assignment, good = assign(objects, self._good, self.file_metrics(), self.limits)
+        _, valid = assign(objects, self._good, (), self.limits)
+        discovered = await self._discover(valid.values(), rediscover)
+        assignment, good = assign(objects, self._good, self.file_metrics(), self.limits, discovered)
         if set(assignment.served) != set(self.assignment.served):
             log.info("team rules served", metrics=sorted(f"{ns or '*'}/{m}" for ns, m in assignment.served))
         self.assignment, self._good = assignment, good

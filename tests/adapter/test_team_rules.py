@@ -49,7 +49,53 @@ def test_a_backend_the_platform_does_not_allow_is_not_allowed() -> None:
     assert "allowed: default" in got.message
 
 
-def test_the_file_form_is_answered_unsupported_for_now() -> None:
+def file_rule(name: str = "f", **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "team-a", "generation": 1, "creationTimestamp": "t1"},
+        "spec": {
+            "kind": "External",
+            "seriesQuery": '{__name__=~"^jobs_.*"}',
+            "name": {"matches": "^jobs_(.*)$", "as": "${1}_jobs"},
+            "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)",
+            **spec,
+        },
+    }
+
+
+def test_the_file_form_discovers_and_renders_each_query_confined() -> None:
+    got = judge(NAMESPACED, file_rule(), LIMITS)
+    assert isinstance(got, TeamRule)
+    assert got.selector == '{__name__=~"^jobs_.*",namespace="team-a"}'
+    a, _ = assign([(NAMESPACED, file_rule())], {}, [], LIMITS, {got.key: {"waiting_jobs": "jobs_waiting"}})
+    served = a.lookup("team-a", "waiting_jobs")
+    assert served is not None
+    query = served.rule.render(served.series, "team-a", None)
+    assert query == 'sum by (queue)({__name__="jobs_waiting",namespace="team-a",namespace="team-a"})'
+    assert a.verdicts[got.key].message == "serving 1 external metric(s): waiting_jobs"
+
+
+def test_a_file_form_template_error_names_the_key() -> None:
+    got = judge(NAMESPACED, file_rule(metricsQuery="sum(<<.Nope>>)"), LIMITS)
+    assert isinstance(got, Verdict)
+    assert got.reason == "Invalid"
+    assert "metricsQuery" in got.message
+
+
+def test_a_file_form_that_found_nothing_yet_says_so() -> None:
+    a, _ = assign([(NAMESPACED, file_rule())], {}, [], LIMITS, {})
+    assert a.verdicts[(NAMESPACED, "team-a", "f")].message.startswith("no series match spec.seriesQuery yet")
+
+
+def test_a_discovered_name_the_rule_file_holds_is_left_to_it_and_said() -> None:
+    key = (NAMESPACED, "team-a", "f")
+    found = {key: {"waiting_jobs": "jobs_waiting", "done_jobs": "jobs_done"}}
+    a, _ = assign([(NAMESPACED, file_rule())], {}, ["done_jobs"], LIMITS, found)
+    assert a.lookup("team-a", "done_jobs") is None
+    assert a.lookup("team-a", "waiting_jobs") is not None
+    assert "held elsewhere: 'done_jobs' is served by the adapter's rule file" in a.verdicts[key].message
+
+
+def test_the_file_form_of_a_custom_rule_is_answered_unsupported_for_now() -> None:
     obj = {
         "metadata": {"name": "f", "namespace": "team-a"},
         "spec": {"seriesQuery": "x", "metricsQuery": "y"},
@@ -71,7 +117,7 @@ def test_the_older_of_two_rules_for_one_name_holds_it() -> None:
     a, _ = assign(objs, {}, [], LIMITS)
     served = a.lookup("team-a", "queue_depth")
     assert served is not None
-    assert served.name == "old"
+    assert served.rule.name == "old"
     assert a.verdicts[(NAMESPACED, "team-a", "new")].message.endswith("MetricRule team-a/old")
 
 
@@ -81,7 +127,7 @@ def test_the_same_name_in_two_namespaces_is_two_metrics() -> None:
     ra, rb = a.lookup("team-a", "queue_depth"), a.lookup("team-b", "queue_depth")
     assert ra is not None
     assert rb is not None
-    assert (ra.namespace, rb.namespace) == ("team-a", "team-b")
+    assert (ra.rule.namespace, rb.rule.namespace) == ("team-a", "team-b")
 
 
 def test_a_team_rule_is_never_served_in_another_namespace() -> None:
@@ -97,7 +143,7 @@ def test_a_cluster_rule_serves_every_namespace_and_wins_over_a_team_rule() -> No
     a, _ = assign([(NAMESPACED, rule("q", created="t1")), (CLUSTER, cluster)], {}, [], LIMITS)
     got = a.lookup("team-a", "queue_depth")
     assert got is not None
-    assert got.kind == CLUSTER
+    assert got.rule.kind == CLUSTER
     assert a.verdicts[(NAMESPACED, "team-a", "q")].reason == "Conflict"
 
 
@@ -118,7 +164,7 @@ def test_an_invalid_edit_keeps_the_last_valid_version_serving() -> None:
     a, _ = assign([(NAMESPACED, edited)], good, [], LIMITS)
     served = a.lookup("team-a", "queue_depth")
     assert served is not None
-    assert served.query == 'sum({__name__="queue",namespace="team-a"})'
+    assert served.rule.query == 'sum({__name__="queue",namespace="team-a"})'
     v = a.verdicts[(NAMESPACED, "team-a", "q")]
     assert (v.status, v.reason) == ("False", "Invalid")
     assert v.message.endswith("(still serving generation 1)")

@@ -125,6 +125,28 @@ def test_a_query_reaching_for_another_namespace_reads_only_its_own(
     assert values(cluster, A, "grab") == [OURS]
 
 
+def test_the_file_form_discovers_its_metrics_and_serves_them_confined(
+    cluster: Cluster, adapter: AdapterProcess
+) -> None:
+    apply_items(cluster, [{
+        "apiVersion": "promhpa.io/v1alpha1", "kind": "MetricRule",
+        "metadata": {"name": "discovered", "namespace": A},
+        "spec": {
+            "kind": "External",
+            "seriesQuery": '{__name__=~"^jobs_.*"}',
+            "name": {"matches": "^jobs_(.*)$", "as": "${1}_jobs"},
+            "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)",
+        },
+    }])  # fmt: skip
+    wait_until(
+        lambda: values(cluster, A, "waiting_jobs") is not None, timeout=10, what="discovered and served"
+    )
+    assert values(cluster, A, "waiting_jobs") == [OURS]
+    assert external(cluster, B, "waiting_jobs")[0] == 404
+    wait_until(lambda: accepted(cluster, "discovered").get("status") == "True", timeout=10, what="Accepted")
+    assert accepted(cluster, "discovered")["message"] == "serving 1 external metric(s): waiting_jobs"
+
+
 def test_an_edit_to_invalid_keeps_the_last_good_version_serving(
     cluster: Cluster, adapter: AdapterProcess
 ) -> None:
