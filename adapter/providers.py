@@ -25,7 +25,7 @@ from .promql import QueryError
 from .queries import ObjectQuery, container_query, custom_query, external_query, node_query
 from .registry import Registry
 from .requests import BadRequest, MetricRequest, NotFound
-from .team_rules import Assignment
+from .team_rules import Assignment, TeamRule
 from .team_rules import Served as TeamServed
 from .wire import CUSTOM, EXTERNAL, RESOURCE, item_builder, milli_quantity, timestamp, value_list
 
@@ -104,8 +104,13 @@ class Providers:
 
     async def custom(self, req: MetricRequest) -> dict[str, Any]:
         assert req.resource is not None
-        served = await self.registry.custom(req.resource, req.metric)
-        if served is None:
+        team = (
+            self.team.assignment.lookup_custom(req.namespace, req.resource, req.metric)
+            if self.team is not None
+            else None
+        )
+        served = None if team is not None else await self.registry.custom(req.resource, req.metric)
+        if served is None and team is None:
             where = f"{req.resource}" + (f" in namespace {req.namespace}" if req.namespace else "")
             raise NotFound(
                 f"the custom metric {req.metric!r} is not served for {where}: no rule discovered a "
@@ -113,10 +118,17 @@ class Providers:
                 "`promhpa-adapter check-config`)"
             )
         names = await self._names(req)
-        query, label = custom_query(
-            served.rule, served.series, ObjectQuery(req.resource, req.namespace, names, req.metric_selector)
-        )
-        samples = await self.backends.get(served.rule.backend).query(query)
+        asked = ObjectQuery(req.resource, req.namespace, names, req.metric_selector)
+        if team is not None:  # a MetricRule's: confined to its namespace, in its time limit
+            try:
+                query, label = team.rule.render_custom(team.series, asked)
+            except (IsolationError, QueryError) as e:
+                raise BadRequest(f"{team.rule.describe()}: {e}") from None
+            samples = await self._team_query(team.rule, query)
+        else:
+            assert served is not None
+            query, label = custom_query(served.rule, served.series, asked)
+            samples = await self.backends.get(served.rule.backend).query(query)
         wanted = set(names)
         ns = req.namespace if req.resource != NAMESPACES else None
         item = item_builder(req.version, req.resource, ns, req.metric, _selector_json(req.metric_selector))
@@ -173,14 +185,7 @@ class Providers:
             query = rule.render(served.series, req.namespace, req.selector)
         except (IsolationError, QueryError) as e:
             raise BadRequest(f"{rule.describe()}: {e}") from None
-        try:
-            async with asyncio.timeout(self.team_query_timeout):
-                samples = await self.backends.get(rule.backend).query(query)
-        except TimeoutError:
-            raise PrometheusTimeout(
-                f"{rule.describe()}: no answer within the team rules' query time limit "
-                f"({self.team_query_timeout:g}s, --team-rule-query-timeout)"
-            ) from None
+        samples = await self._team_query(rule, query)
         items = []
         for s in samples:
             value = milli_quantity(s.value)
@@ -197,6 +202,16 @@ class Providers:
                 }
             )
         return value_list(EXTERNAL, req.version, "ExternalMetricValueList", items)
+
+    async def _team_query(self, rule: TeamRule, query: str) -> list[Sample]:
+        try:
+            async with asyncio.timeout(self.team_query_timeout):
+                return await self.backends.get(rule.backend).query(query)
+        except TimeoutError:
+            raise PrometheusTimeout(
+                f"{rule.describe()}: no answer within the team rules' query time limit "
+                f"({self.team_query_timeout:g}s, --team-rule-query-timeout)"
+            ) from None
 
     # --- metrics.k8s.io --------------------------------------------------------------------
 
@@ -274,7 +289,10 @@ class Providers:
         if req.group == CUSTOM:
             out: list[tuple[str, bool, str]] = []
             seen: set[GroupResource] = set()
-            for gr, metric in self.registry.custom_resources():
+            pairs = set(self.registry.custom_resources())
+            if self.team is not None:
+                pairs.update(self.team.assignment.custom_metrics())
+            for gr, metric in sorted(pairs, key=lambda k: (k[0].resource, k[0].group, k[1])):
                 scoped = gr not in (NAMESPACES, NODES) and gr.resource != "persistentvolumes"
                 if gr not in seen:  # a plain entry too: kubectl api-resources hides names with a '/'
                     seen.add(gr)

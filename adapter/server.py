@@ -239,6 +239,7 @@ class Adapter:
             kube,
             self._team_limits(),
             self.registry.external_metrics,
+            self.registry.custom_resources,
             self.backends,
             self.max_age,
             watch_idle_timeout=a.informer_watch_idle_timeout.total_seconds(),

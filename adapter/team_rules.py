@@ -16,10 +16,11 @@ What is served, when names meet:
 An object that turns invalid keeps its last valid version serving (``Invalid`` on its
 status says so): a bad edit must not take a metric away from the HPAs using it.
 
-Served: the direct form (``metric`` + ``query``, one external metric) and the file form of
-an external rule (``kind: External``: ``seriesQuery`` discovers series, ``name`` turns
-their names into metrics, ``metricsQuery`` answers a request), both confined to the rule's
-namespace. The file form of a custom-metrics rule is answered ``Unsupported`` for now.
+Served: the direct form (``metric`` + ``query``, one external metric) and the rule file's
+form (``kind: Custom``, the default, or ``External``: ``seriesQuery`` discovers series,
+``resources`` maps labels to objects, ``name`` turns series names into metrics,
+``metricsQuery`` answers a request), all confined to the rule's namespace; a MetricRule
+never serves metrics of objects outside a namespace (nodes, namespaces, volumes).
 """
 
 from __future__ import annotations
@@ -34,10 +35,11 @@ import yaml
 
 from shared.selectors import Selector
 
-from .config import ConfigError, Rule, parse_config
+from .config import ConfigError, GroupResource, Rule, parse_config
 from .isolation import IsolationError, confine, confine_selector
+from .naming import NAMESPACES, NODES, PODS
 from .promql import QueryError
-from .queries import external_query
+from .queries import ObjectQuery, custom_query, external_query
 
 GROUP, VERSION = "promhpa.io", "v1alpha1"
 NAMESPACED, CLUSTER = "MetricRule", "ClusterMetricRule"
@@ -47,6 +49,8 @@ PATHS = {
 }
 _METRIC = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:.-]*")
 Key = tuple[str, str, str]  # (kind, namespace, name)
+# objects of no namespace: a MetricRule never serves metrics about them
+CLUSTER_SCOPED = {NAMESPACES, NODES, GroupResource("", "persistentvolumes")}
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,18 @@ class TeamRule:
     created: str
     rule: Rule | None = None  # the file form, parsed as the rule file's would be
     selector: str = ""  # the file form's seriesQuery, as sent (confined for a MetricRule)
+
+    @property
+    def custom(self) -> bool:
+        """The file form of a custom-metrics rule (``kind: Custom``)."""
+        return self.rule is not None and self.rule.kind == "rules"
+
+    def render_custom(self, series: str, req: ObjectQuery) -> tuple[str, str]:
+        """The custom form's query for one request (and the label naming its objects),
+        confined like every other query of a MetricRule."""
+        assert self.rule is not None
+        query, label = custom_query(self.rule, series, req)
+        return (confine(query, self.namespace) if self.kind == NAMESPACED else query), label
 
     def render(self, series: str, namespace: str | None, selector: Selector | None) -> str:
         """The query answering one request: the direct form's as is; the file form's
@@ -99,19 +115,36 @@ class Served:
     series: str = ""  # the file form: the series name the metric was discovered as
 
 
+# What a rule serves under: an external metric's name, or a custom metric's (resource, name)
+Name = str | tuple[GroupResource, str]
+
+
+def show(name: Name) -> str:
+    return name if isinstance(name, str) else f"{name[0]}/{name[1]}"
+
+
 @dataclass
 class Assignment:
     """What is served, and each object's verdict."""
 
-    served: dict[tuple[str, str], Served] = field(default_factory=dict)  # (namespace | "", metric)
+    served: dict[tuple[str, Name], Served] = field(default_factory=dict)  # (namespace | "", name)
     verdicts: dict[Key, Verdict] = field(default_factory=dict)
 
     def lookup(self, namespace: str | None, metric: str) -> Served | None:
-        """What serves ``metric`` in ``namespace``: the namespace's own rule, else a cluster rule."""
+        """What serves the external ``metric`` in ``namespace``: the namespace's own rule,
+        else a cluster rule."""
         return self.served.get((namespace or "", metric)) or self.served.get(("", metric))
 
+    def lookup_custom(self, namespace: str | None, resource: GroupResource, metric: str) -> Served | None:
+        """What serves the custom ``metric`` of ``resource`` objects in ``namespace``."""
+        name = (resource, metric)
+        return self.served.get((namespace or "", name)) or self.served.get(("", name))
+
     def metrics(self) -> list[str]:
-        return sorted({m for _, m in self.served})
+        return sorted({n for _, n in self.served if isinstance(n, str)})
+
+    def custom_metrics(self) -> list[tuple[GroupResource, str]]:
+        return sorted({n for _, n in self.served if not isinstance(n, str)}, key=lambda n: (str(n[0]), n[1]))
 
 
 def key_of(kind: str, obj: Mapping[str, Any]) -> Key:
@@ -166,29 +199,29 @@ _FILE_KEYS = ("seriesQuery", "seriesFilters", "metricsQuery", "name", "resources
 
 
 def _file_form(kind: str, obj: Mapping[str, Any], namespace: str, limits: Limits) -> TeamRule | Verdict:
-    """The rule file's external-rule shape, checked by the rule file's own parser."""
+    """The rule file's shape (``rules`` for kind Custom, ``externalRules`` for External),
+    checked by the rule file's own parser."""
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    if spec.get("kind", "Custom") != "External":
-        return Verdict(
-            "False",
-            "Unsupported",
-            "the file form of a custom-metrics rule is not served from a MetricRule yet: use "
-            "kind: External, the direct form (metric + query), or the adapter's rule file",
-        )
+    section = "externalRules" if spec.get("kind", "Custom") == "External" else "rules"
     backend = str(spec.get("backend") or "")
     refused = _backend_refused(kind, backend, limits)
     if refused is not None:
         return refused
-    text = yaml.safe_dump({"externalRules": [{k: spec[k] for k in _FILE_KEYS if k in spec}]}, sort_keys=False)
+    text = yaml.safe_dump({section: [{k: spec[k] for k in _FILE_KEYS if k in spec}]}, sort_keys=False)
     try:
         config = parse_config(text, "spec")
-        (rule,) = config.external_rules
+        (rule,) = config.external_rules if section == "externalRules" else config.rules
         series_query = str(spec["seriesQuery"])
         selector = confine_selector(series_query, namespace) if kind == NAMESPACED else _checked(series_query)
         trial = TeamRule(kind, namespace, "", "", "", backend, 0, "", rule, selector)
-        trial.render("promhpa_trial_series", namespace or None, None)  # the template confines
+        if trial.custom:  # the template renders and confines
+            trial.render_custom(
+                "promhpa_trial_series", ObjectQuery(PODS, namespace or "default", ("p",), None)
+            )
+        else:
+            trial.render("promhpa_trial_series", namespace or None, None)
     except ConfigError as e:
-        return Verdict("False", "Invalid", str(e).replace("externalRules[0].", ""))
+        return Verdict("False", "Invalid", str(e).replace(f"{section}[0].", ""))
     except (IsolationError, QueryError) as e:
         return Verdict("False", "Invalid", f"spec: {e}")
     return TeamRule(
@@ -219,7 +252,8 @@ def assign(
     last_good: Mapping[Key, TeamRule],
     file_metrics: Iterable[str],
     limits: Limits,
-    discovered: Mapping[Key, Mapping[str, str]] | None = None,
+    discovered: Mapping[Key, Mapping[Any, str]] | None = None,  # Name -> series name
+    file_custom: Iterable[tuple[GroupResource, str]] = (),
 ) -> tuple[Assignment, dict[Key, TeamRule]]:
     """Every object judged, then names given out (module docstring); returns the assignment
     and the last valid version of each object still present. ``discovered``: for each
@@ -243,7 +277,7 @@ def assign(
             )
         else:
             out.verdicts[key] = got
-    held = set(file_metrics)
+    held: set[Name] = {*file_metrics, *file_custom}
     found = discovered or {}
     order = sorted(candidates, key=lambda r: (r.kind != CLUSTER, r.created, r.namespace, r.name))
     per_namespace: dict[str, int] = {}
@@ -256,9 +290,11 @@ def assign(
                 "(the adapter's --team-rules-per-namespace)",
             )
             continue
-        names = {rule.metric: ""} if rule.rule is None else dict(found.get(rule.key, {}))
-        taken: dict[str, str] = {}  # metric -> who holds it
-        for metric, series in sorted(names.items()):
+        names: dict[Name, str] = {rule.metric: ""} if rule.rule is None else dict(found.get(rule.key, {}))
+        if rule.kind == NAMESPACED:  # a namespace's rule serves only its namespace's objects
+            names = {n: v for n, v in names.items() if isinstance(n, str) or n[0] not in CLUSTER_SCOPED}
+        taken: dict[Name, str] = {}  # name -> who holds it
+        for metric, series in sorted(names.items(), key=lambda kv: show(kv[0])):
             problem = _held_by(out, held, rule.namespace, metric)
             if problem:
                 taken[metric] = problem
@@ -273,25 +309,24 @@ def assign(
     return out, good
 
 
-def _held_by(out: Assignment, held: set[str], namespace: str, metric: str) -> str:
+def _held_by(out: Assignment, held: set[Name], namespace: str, metric: Name) -> str:
     """Who already holds ``metric`` for ``namespace`` (words for a status), or ""."""
     if metric in held:
-        return f"{metric!r} is served by the adapter's rule file"
+        return f"{show(metric)!r} is served by the adapter's rule file"
     holder = out.served.get((namespace, metric)) or (out.served.get(("", metric)) if namespace else None)
-    return f"{metric!r} is served by {holder.rule.describe()}" if holder is not None else ""
+    return f"{show(metric)!r} is served by {holder.rule.describe()}" if holder is not None else ""
 
 
-def _served_verdict(rule: TeamRule, names: Mapping[str, str], taken: Mapping[str, str]) -> Verdict:
+def _served_verdict(rule: TeamRule, names: Mapping[Name, str], taken: Mapping[Name, str]) -> Verdict:
     if rule.rule is None:
         return Verdict("True", "Served", f"served as the external metric {rule.metric!r}")
-    mine = sorted(set(names) - set(taken))
+    mine = sorted(show(n) for n in set(names) - set(taken))
     if not names:
         return Verdict(
             "True", "Served", "no series match spec.seriesQuery yet (looked for again every resync)"
         )
-    text = f"serving {len(mine)} external metric(s): {', '.join(mine[:10])}" + (
-        "..." if len(mine) > 10 else ""
-    )
+    what = "custom" if rule.custom else "external"
+    text = f"serving {len(mine)} {what} metric(s): {', '.join(mine[:10])}" + ("..." if len(mine) > 10 else "")
     if taken:
         text += "; not served, held elsewhere: " + "; ".join(list(taken.values())[:5])
     return Verdict("True", "Served", text)

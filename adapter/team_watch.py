@@ -25,6 +25,7 @@ from shared.kube.errors import Conflict, Forbidden, KubeError, NotFound
 from shared.kube.informer import Informer
 
 from .backends import Backends
+from .config import GroupResource
 from .promapi import PrometheusUnavailable
 from .registry import index_series
 from .team_rules import (
@@ -36,6 +37,7 @@ from .team_rules import (
     Assignment,
     Key,
     Limits,
+    Name,
     TeamRule,
     assign,
     condition,
@@ -60,17 +62,18 @@ class TeamRuleWatch:
         kube: Kube,
         limits: Limits,
         file_metrics: Callable[[], Iterable[str]],
+        file_custom: Callable[[], Iterable[tuple[GroupResource, str]]],
         backends: Backends,
         max_age: timedelta,
         resync: float = 30.0,
         watch_idle_timeout: float = 90.0,
     ) -> None:
         self.kube, self.limits, self.file_metrics, self.resync = kube, limits, file_metrics, resync
-        self.backends, self.max_age = backends, max_age
+        self.backends, self.max_age, self.file_custom = backends, max_age, file_custom
         self.assignment = Assignment()
         self._good: dict[Key, TeamRule] = {}
         # the file form's discovery: rule -> (the version it was made for, metric -> series)
-        self._discovered: dict[Key, tuple[TeamRule, dict[str, str]]] = {}
+        self._discovered: dict[Key, tuple[TeamRule, dict[Name, str]]] = {}
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._denied = False
@@ -113,10 +116,10 @@ class TeamRuleWatch:
             except Exception:  # a bug must not end the watch: logged, retried at the next wake
                 log.exception("team rules: reconcile failed")
 
-    async def _discover(self, rules: Iterable[TeamRule], again: bool) -> dict[Key, dict[str, str]]:
+    async def _discover(self, rules: Iterable[TeamRule], again: bool) -> dict[Key, dict[Name, str]]:
         """Each file-form rule's metrics: found when the rule (or its version) is new, and
         again at every resync; a backend that cannot answer keeps the last ones."""
-        found: dict[Key, dict[str, str]] = {}
+        found: dict[Key, dict[Name, str]] = {}
         for rule in rules:
             if rule.rule is None:
                 continue
@@ -131,8 +134,10 @@ class TeamRuleWatch:
                 if known is not None:
                     found[rule.key] = known[1]
                 continue
-            _, external = index_series(rule.rule, series)
-            found[rule.key] = dict(sorted(external))
+            custom, external = index_series(rule.rule, series)
+            names: dict[Name, str] = {(gr, metric): name for gr, metric, name in custom}
+            names.update(external)
+            found[rule.key] = names
             self._discovered[rule.key] = (rule, found[rule.key])
         for key in set(self._discovered) - set(found):
             del self._discovered[key]
@@ -147,7 +152,9 @@ class TeamRuleWatch:
         ]
         _, valid = assign(objects, self._good, (), self.limits)
         discovered = await self._discover(valid.values(), rediscover)
-        assignment, good = assign(objects, self._good, self.file_metrics(), self.limits, discovered)
+        assignment, good = assign(
+            objects, self._good, self.file_metrics(), self.limits, discovered, self.file_custom()
+        )
         if set(assignment.served) != set(self.assignment.served):
             log.info("team rules served", metrics=sorted(f"{ns or '*'}/{m}" for ns, m in assignment.served))
         self.assignment, self._good = assignment, good

@@ -53,7 +53,7 @@ def test_a_valid_rule_is_allowed() -> None:
     assert got == {"uid": "u1", "allowed": True}
 
 
-def test_a_custom_file_form_is_allowed_with_a_warning_that_it_is_not_served_yet() -> None:
+def test_a_file_form_the_rule_files_parser_refuses_is_denied_naming_the_key() -> None:
     got = asyncio.run(answer(review("MetricRule", {"seriesQuery": "x", "metricsQuery": "y"})))
-    assert got["allowed"] is True
-    assert "not served from a MetricRule yet" in got["warnings"][0]
+    assert got["allowed"] is False
+    assert "resources" in got["status"]["message"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapter.naming import NAMESPACES, PODS
+from adapter.queries import ObjectQuery
 from adapter.team_rules import CLUSTER, NAMESPACED, Limits, TeamRule, Verdict, assign, condition, judge
 
 LIMITS = Limits(per_namespace=2, backends=frozenset({""}))
@@ -95,14 +97,45 @@ def test_a_discovered_name_the_rule_file_holds_is_left_to_it_and_said() -> None:
     assert "held elsewhere: 'done_jobs' is served by the adapter's rule file" in a.verdicts[key].message
 
 
-def test_the_file_form_of_a_custom_rule_is_answered_unsupported_for_now() -> None:
+def custom_rule(name: str = "c") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "team-a", "generation": 1, "creationTimestamp": "t1"},
+        "spec": {
+            "seriesQuery": '{__name__=~"^http_.*_total$",pod!=""}',
+            "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+            "name": {"matches": "^http_(.*)_total$", "as": "${1}"},
+            "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)",
+        },
+    }
+
+
+def test_the_custom_file_form_serves_pod_metrics_of_its_namespace_confined() -> None:
+    got = judge(NAMESPACED, custom_rule(), LIMITS)
+    assert isinstance(got, TeamRule)
+    assert got.custom
+    found = {
+        got.key: {(PODS, "requests"): "http_requests_total", (NAMESPACES, "requests"): "http_requests_total"}
+    }
+    a, _ = assign([(NAMESPACED, custom_rule())], {}, [], LIMITS, found)
+    served = a.lookup_custom("team-a", PODS, "requests")
+    assert served is not None
+    query, label = served.rule.render_custom(served.series, ObjectQuery(PODS, "team-a", ("web-1",), None))
+    assert label == "pod"
+    assert 'namespace="team-a"' in query
+    assert a.lookup_custom("team-a", NAMESPACES, "requests") is None  # no namespace's own object
+    assert a.lookup_custom("team-b", PODS, "requests") is None
+    assert a.verdicts[got.key].message == "serving 1 custom metric(s): pods/requests"
+
+
+def test_a_custom_file_form_without_resources_names_the_key() -> None:
     obj = {
         "metadata": {"name": "f", "namespace": "team-a"},
         "spec": {"seriesQuery": "x", "metricsQuery": "y"},
     }
     got = judge(NAMESPACED, obj, LIMITS)
     assert isinstance(got, Verdict)
-    assert got.reason == "Unsupported"
+    assert got.reason == "Invalid"
+    assert "resources" in got.message
 
 
 def test_the_rule_file_holds_its_names_and_the_team_rule_says_conflict() -> None:

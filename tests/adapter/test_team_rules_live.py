@@ -79,9 +79,15 @@ def adapter(
     for ns in (A, B):
         cluster.kubectl("create", "namespace", ns, check=False)
         exporter.set(f'jobs_waiting{{namespace="{ns}",queue="q"}}', OURS if ns == A else THEIRS)
+        exporter.set(f'team_load{{namespace="{ns}",pod="p1"}}', 3 if ns == A else THEIRS)
     exporter.set('file_queue{namespace="team-a",queue="q"}', 1)
     wait_until(
-        lambda: len(prometheus.query("jobs_waiting")) == 2 and prometheus.query("file_queue"), what="scrape"
+        lambda: (
+            len(prometheus.query("jobs_waiting")) == 2
+            and prometheus.query("file_queue")
+            and len(prometheus.query("team_load")) == 2
+        ),
+        what="scrape",
     )
     work = tmp_path_factory.mktemp("team-rules")
     a = register_and_start_adapter(
@@ -145,6 +151,31 @@ def test_the_file_form_discovers_its_metrics_and_serves_them_confined(
     assert external(cluster, B, "waiting_jobs")[0] == 404
     wait_until(lambda: accepted(cluster, "discovered").get("status") == "True", timeout=10, what="Accepted")
     assert accepted(cluster, "discovered")["message"] == "serving 1 external metric(s): waiting_jobs"
+
+
+def test_the_custom_form_serves_its_namespaces_pods_only(cluster: Cluster, adapter: AdapterProcess) -> None:
+    apply_items(cluster, [{
+        "apiVersion": "promhpa.io/v1alpha1", "kind": "MetricRule",
+        "metadata": {"name": "pods-load", "namespace": A},
+        "spec": {
+            "seriesQuery": '{__name__="team_load",pod!=""}',
+            "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+            "name": {"matches": "^team_(.*)$", "as": "${1}"},
+            "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+        },
+    }])  # fmt: skip
+
+    def custom(ns: str) -> tuple[int, str]:
+        path = f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/p1/load"
+        out = cluster.kubectl("get", "--raw", path, check=False)
+        return out.returncode, out.stdout
+
+    wait_until(lambda: custom(A)[0] == 0, timeout=10, what="the pod metric served")
+    item = json.loads(custom(A)[1])["items"][0]
+    assert (item["describedObject"]["name"], item["value"]) == ("p1", "3")
+    assert custom(B)[0] != 0
+    wait_until(lambda: accepted(cluster, "pods-load").get("status") == "True", timeout=10, what="Accepted")
+    assert accepted(cluster, "pods-load")["message"] == "serving 1 custom metric(s): pods/load"
 
 
 def test_an_edit_to_invalid_keeps_the_last_good_version_serving(

@@ -259,7 +259,8 @@ WEBHOOK_ON = ("--set=rules.webhook.enabled=true", "--set-string=rules.webhook.cl
 
 def test_rules_webhook_guards_exactly_the_rules_configmap() -> None:
     docs = render(URL, *WEBHOOK_ON, namespace="monitoring", release="promhpa")
-    (hook,) = of_kind(docs, "ValidatingWebhookConfiguration")[0]["webhooks"]
+    hooks = {h["name"]: h for h in of_kind(docs, "ValidatingWebhookConfiguration")[0]["webhooks"]}
+    hook = hooks["rules.promhpa.io"]
     (rules,) = [c for c in of_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-rules")]
     selector = hook["objectSelector"]["matchLabels"]
     assert all(rules["metadata"]["labels"].get(k) == v for k, v in selector.items())
@@ -274,6 +275,39 @@ def test_rules_webhook_guards_exactly_the_rules_configmap() -> None:
     assert hook["clientConfig"]["service"]["port"] == 8444  # its own listener, not the APIs' port
     (ca,) = [c for c in of_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-webhook-client-ca")]
     assert ca["data"] == {"ca.crt": "PEM"}
+
+
+def test_the_webhook_guards_metric_rules_too_while_team_rules_are_on() -> None:
+    docs = render(URL, *WEBHOOK_ON, namespace="monitoring", release="promhpa")
+    hooks = {h["name"]: h for h in of_kind(docs, "ValidatingWebhookConfiguration")[0]["webhooks"]}
+    team = hooks["metricrules.promhpa.io"]
+    assert team["clientConfig"]["service"]["path"] == "/validate/metricrules"
+    assert team["rules"] == [
+        {
+            "apiGroups": ["promhpa.io"],
+            "apiVersions": ["v1alpha1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["metricrules", "clustermetricrules"],
+            "scope": "*",
+        }
+    ]
+    off = render(
+        URL, *WEBHOOK_ON, "--set=rules.team.enabled=false", namespace="monitoring", release="promhpa"
+    )
+    names = [h["name"] for h in of_kind(off, "ValidatingWebhookConfiguration")[0]["webhooks"]]
+    assert names == ["rules.promhpa.io"]
+
+
+def test_team_rules_are_served_and_granted_by_default_and_not_when_off() -> None:
+    on = render(URL)
+    (adapter,) = [d for d in of_kind(on, "Deployment") if "adapter" in d["metadata"]["name"]]
+    assert "--team-rules" in adapter["spec"]["template"]["spec"]["containers"][0]["args"]
+    roles = {r["metadata"]["name"] for r in of_kind(on, "ClusterRole")}
+    assert {"r-promhpa-adapter-team-rules", "r-promhpa-adapter-metricrules-edit"} <= roles
+    off = render(URL, "--set=rules.team.enabled=false")
+    (adapter,) = [d for d in of_kind(off, "Deployment") if "adapter" in d["metadata"]["name"]]
+    assert "--team-rules" not in adapter["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert not [r for r in of_kind(off, "ClusterRole") if "team-rules" in r["metadata"]["name"]]
 
 
 def test_rules_webhook_is_off_by_default() -> None:
