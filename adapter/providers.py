@@ -160,21 +160,7 @@ class Providers:
         samples = await self.backends.get(served.rule.backend).query(
             external_query(served.rule, served.series, req.namespace, req.selector)
         )
-        items = []
-        for s in samples:
-            value = milli_quantity(s.value)
-            if value is None:
-                continue
-            labels = {k: v for k, v in s.labels.items() if k != "__name__"}
-            items.append(
-                {
-                    "metricName": req.metric,
-                    "metricLabels": labels,
-                    "timestamp": timestamp(s.timestamp),
-                    "value": value,
-                }
-            )
-        return value_list(EXTERNAL, req.version, "ExternalMetricValueList", items)
+        return _external_list(req, samples, None)
 
     async def _team_external(self, served: TeamServed, req: MetricRequest) -> dict[str, Any]:
         """A MetricRule's query, confined to its namespace, within the team rules' query time
@@ -186,22 +172,7 @@ class Providers:
         except (IsolationError, QueryError) as e:
             raise BadRequest(f"{rule.describe()}: {e}") from None
         samples = await self._team_query(rule, query)
-        items = []
-        for s in samples:
-            value = milli_quantity(s.value)
-            labels = {k: v for k, v in s.labels.items() if k != "__name__"}
-            picked = rule.rule is not None or req.selector is None or req.selector.matches(labels)
-            if value is None or not picked:
-                continue
-            items.append(
-                {
-                    "metricName": req.metric,
-                    "metricLabels": labels,
-                    "timestamp": timestamp(s.timestamp),
-                    "value": value,
-                }
-            )
-        return value_list(EXTERNAL, req.version, "ExternalMetricValueList", items)
+        return _external_list(req, samples, req.selector if rule.rule is None else None)
 
     async def _team_query(self, rule: TeamRule, query: str) -> list[Sample]:
         try:
@@ -305,6 +276,25 @@ class Providers:
                 names.update(self.team.assignment.metrics())
             return [(m, True, "ExternalMetricValueList") for m in sorted(names)]
         return [("nodes", False, "NodeMetrics"), ("pods", True, "PodMetrics")]
+
+
+def _external_list(req: MetricRequest, samples: list[Sample], pick: Selector | None) -> dict[str, Any]:
+    """An ExternalMetricValueList of ``samples`` (``pick``: only series whose labels match)."""
+    items = []
+    for s in samples:
+        value = milli_quantity(s.value)
+        labels = {k: v for k, v in s.labels.items() if k != "__name__"}
+        if value is None or (pick is not None and not pick.matches(labels)):
+            continue
+        items.append(
+            {
+                "metricName": req.metric,
+                "metricLabels": labels,
+                "timestamp": timestamp(s.timestamp),
+                "value": value,
+            }
+        )
+    return value_list(EXTERNAL, req.version, "ExternalMetricValueList", items)
 
 
 def _usage(resource: str, s: Sample) -> str:
