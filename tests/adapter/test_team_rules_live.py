@@ -178,6 +178,15 @@ def test_the_custom_form_serves_its_namespaces_pods_only(cluster: Cluster, adapt
     assert accepted(cluster, "pods-load")["message"] == "serving 1 custom metric(s): pods/load"
 
 
+def test_a_valid_edit_takes_effect_at_once(cluster: Cluster, adapter: AdapterProcess) -> None:
+    apply_items(cluster, [rule("twice", "doubled", "sum(jobs_waiting)")])
+    wait_until(lambda: values(cluster, A, "doubled") == [OURS], timeout=10, what="served")
+    apply_items(cluster, [rule("twice", "doubled", "sum(jobs_waiting) * 2")])
+    t0 = time.monotonic()
+    wait_until(lambda: values(cluster, A, "doubled") == [2 * OURS], timeout=5, what="the edit served")
+    print(f"edit served {time.monotonic() - t0:.2f}s after apply")
+
+
 def test_an_edit_to_invalid_keeps_the_last_good_version_serving(
     cluster: Cluster, adapter: AdapterProcess
 ) -> None:
