@@ -247,6 +247,36 @@ def _checked(query: str) -> str:
     return query
 
 
+@dataclass
+class Judged:
+    """Every object judged on its own: the rules that may serve (an invalid edit's last valid
+    version among them) and the verdicts already final."""
+
+    candidates: dict[Key, TeamRule] = field(default_factory=dict)
+    verdicts: dict[Key, Verdict] = field(default_factory=dict)
+
+
+def judge_all(
+    objects: Iterable[tuple[str, Mapping[str, Any]]], last_good: Mapping[Key, TeamRule], limits: Limits
+) -> Judged:
+    out = Judged()
+    for kind, obj in objects:
+        key = key_of(kind, obj)
+        got = judge(kind, obj, limits)
+        if isinstance(got, TeamRule):
+            out.candidates[key] = got
+            continue
+        previous = last_good.get(key)
+        if previous is not None:
+            out.candidates[key] = previous  # an invalid edit keeps the last valid version serving
+            out.verdicts[key] = Verdict(
+                "False", got.reason, f"{got.message} (still serving generation {previous.generation})"
+            )
+        else:
+            out.verdicts[key] = got
+    return out
+
+
 def assign(
     objects: Iterable[tuple[str, Mapping[str, Any]]],
     last_good: Mapping[Key, TeamRule],
@@ -256,27 +286,22 @@ def assign(
     file_custom: Iterable[tuple[GroupResource, str]] = (),
 ) -> tuple[Assignment, dict[Key, TeamRule]]:
     """Every object judged, then names given out (module docstring); returns the assignment
-    and the last valid version of each object still present. ``discovered``: for each
-    file-form rule, the metrics its seriesQuery found (metric -> series name)."""
-    out = Assignment()
-    good: dict[Key, TeamRule] = {}
-    candidates: list[TeamRule] = []
-    for kind, obj in objects:
-        key = key_of(kind, obj)
-        got = judge(kind, obj, limits)
-        if isinstance(got, TeamRule):
-            good[key] = got
-            candidates.append(got)
-            continue
-        previous = last_good.get(key)
-        if previous is not None:
-            good[key] = previous  # an invalid edit keeps the last valid version serving
-            candidates.append(previous)
-            out.verdicts[key] = Verdict(
-                "False", got.reason, f"{got.message} (still serving generation {previous.generation})"
-            )
-        else:
-            out.verdicts[key] = got
+    and the last valid version of each object still present."""
+    judged = judge_all(objects, last_good, limits)
+    return give_out(judged, file_metrics, limits, discovered, file_custom), judged.candidates
+
+
+def give_out(
+    judged: Judged,
+    file_metrics: Iterable[str],
+    limits: Limits,
+    discovered: Mapping[Key, Mapping[Any, str]] | None = None,  # Name -> series name
+    file_custom: Iterable[tuple[GroupResource, str]] = (),
+) -> Assignment:
+    """Names given out among the judged rules. ``discovered``: for each file-form rule, the
+    metrics its seriesQuery found (metric -> series name)."""
+    out = Assignment(verdicts=dict(judged.verdicts))
+    candidates = list(judged.candidates.values())
     held: set[Name] = {*file_metrics, *file_custom}
     found = discovered or {}
     order = sorted(candidates, key=lambda r: (r.kind != CLUSTER, r.created, r.namespace, r.name))
@@ -306,7 +331,7 @@ def assign(
         if rule.kind == NAMESPACED:
             per_namespace[rule.namespace] = per_namespace.get(rule.namespace, 0) + 1
         out.verdicts.setdefault(rule.key, _served_verdict(rule, names, taken))
-    return out, good
+    return out
 
 
 def _held_by(out: Assignment, held: set[Name], namespace: str, metric: Name) -> str:

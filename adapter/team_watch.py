@@ -39,8 +39,9 @@ from .team_rules import (
     Limits,
     Name,
     TeamRule,
-    assign,
     condition,
+    give_out,
+    judge_all,
 )
 
 log = structlog.get_logger("adapter.team_rules")
@@ -150,14 +151,12 @@ class TeamRuleWatch:
             if informer.synced.is_set()
             for obj in informer.items()
         ]
-        _, valid = assign(objects, self._good, (), self.limits)
-        discovered = await self._discover(valid.values(), rediscover)
-        assignment, good = assign(
-            objects, self._good, self.file_metrics(), self.limits, discovered, self.file_custom()
-        )
+        judged = judge_all(objects, self._good, self.limits)
+        discovered = await self._discover(judged.candidates.values(), rediscover)
+        assignment = give_out(judged, self.file_metrics(), self.limits, discovered, self.file_custom())
         if set(assignment.served) != set(self.assignment.served):
             log.info("team rules served", metrics=sorted(f"{ns or '*'}/{m}" for ns, m in assignment.served))
-        self.assignment, self._good = assignment, good
+        self.assignment, self._good = assignment, judged.candidates
         for kind, obj in objects:
             await self._write(kind, obj, assignment)
 
