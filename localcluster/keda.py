@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cluster import Cluster
-from .tools import Binaries, cache_bin, free_port, insecure_tls, wait_http
+from .tools import Binaries, cache_bin, free_port, insecure_tls, wait_http, wait_until
 
 KEDA_NAMESPACE = "keda"
 
@@ -73,6 +73,19 @@ class Keda:
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
+    def scaled_objects_served(self) -> bool:
+        log = (self.directory / "keda-operator.log").read_text(errors="replace")
+        return any(
+            "Starting workers" in line and '"controller": "scaledobject"' in line for line in log.splitlines()
+        )
+
+    def logs(self, tail: int = 3000) -> str:
+        """The end of both logs, for a failure message."""
+        return "\n".join(
+            f"--- {n}.log\n" + (self.directory / f"{n}.log").read_text(errors="replace")[-tail:]
+            for n in ("keda-operator", "keda-metrics-server")
+        )
+
     def stop(self) -> None:
         for proc in (self.metrics_server, self.operator):
             if proc.poll() is None:
@@ -124,11 +137,11 @@ def start_keda(cluster: Cluster, directory: Path) -> Keda:
     keda = Keda(operator, server, port, directory)
     try:
         wait_http(f"http://127.0.0.1:{health}/readyz", "the KEDA operator", timeout=60)
+        # /readyz answers before the caches have synced; the ScaledObject controller's
+        # workers start after that, and only then does a new ScaledObject get its HPA
+        wait_until(keda.scaled_objects_served, timeout=120, what="KEDA's ScaledObject workers")
         wait_http(f"{keda.url}/healthz", "KEDA's metrics server", timeout=60, context=insecure_tls())
     except AssertionError:
         keda.stop()
-        logs = "\n".join(
-            (directory / f"{n}.log").read_text()[-1500:] for n in ("keda-operator", "keda-metrics-server")
-        )
-        raise AssertionError(f"KEDA did not start:\n{logs}") from None
+        raise AssertionError(f"KEDA did not start:\n{keda.logs()}") from None
     return keda

@@ -117,17 +117,21 @@ def test_a_scaled_objects_hpa_reads_kedas_metric_through_promhpa_and_promhpa_sca
     cluster: Cluster,
     exporter: Exporter,
     prometheus: PrometheusProcess,
+    keda: Keda,
     promhpa: AdapterProcess,
     tmp_path: Path,
 ) -> None:
     exporter.set(f'keda_queue_depth{{namespace="{NS}"}}', 30)  # 30 / 10 per replica: 3
     wait_until(lambda: prometheus.query("keda_queue_depth") != [], what="scrape")
     apply_items(cluster, scaled_object(prometheus.url))
-    wait_until(
-        lambda: cluster.kubectl("-n", NS, "get", "hpa", "keda-hpa-kapp", check=False).returncode == 0,
-        timeout=60,
-        what="KEDA's operator to create the ScaledObject's HPA",
-    )
+    try:
+        wait_until(
+            lambda: cluster.kubectl("-n", NS, "get", "hpa", "keda-hpa-kapp", check=False).returncode == 0,
+            timeout=120,
+            what="KEDA's operator to create the ScaledObject's HPA",
+        )
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{keda.logs()}") from None
 
     def through_promhpa() -> str:
         out = cluster.kubectl("get", "--raw", METRIC_PATH, check=False)
