@@ -341,8 +341,8 @@ def _endpoint_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="promhpa-controller", description=__doc__.splitlines()[0])
+def build_parser(prog: str = "promhpa-controller") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"promhpa-controller {promhpa_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser(
@@ -539,6 +539,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--all", action="store_true", help="list agreeing HPAs too (default: differences only)")
     c.set_defaults(func=cmd_compare)
     from controller.replay.command import add_parser as add_replay
+    from controller.why_command import add_parser as add_why
+
+    add_why(sub, _endpoint_flags)
 
     add_replay(sub, _live_flags, _settings)
     return p
@@ -624,15 +627,21 @@ def _relative_times(argv: list[str]) -> list[str]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "promhpa-controller") -> int:
     argv = _relative_times(list(sys.argv[1:] if argv is None else argv))
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     args.argv = argv
     try:
         return int(args.func(args))
     except GateError as e:  # a gate the release decided as does not have, or locks
         print(f"error: --feature-gates: {e}", file=sys.stderr)
         return 2
+
+
+def kubectl_plugin() -> int:
+    """``kubectl promhpa ...``: kubectl runs ``kubectl-promhpa`` from PATH with the rest of
+    the command line; the same commands, named as the user typed them."""
+    return main(prog="kubectl promhpa")
 
 
 if __name__ == "__main__":  # pragma: no cover

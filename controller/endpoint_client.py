@@ -36,7 +36,7 @@ def get(url: str, *, kubeconfig: str | None, ca_file: str | None = None, insecur
         ctx = ssl.create_default_context(cafile=ca_file)
         if insecure:
             ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-        headers = _credentials(kubeconfig, ctx)
+        headers = credentials(kubeconfig, ctx)
     request = urllib.request.Request(url, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10, context=ctx) as r:
@@ -58,7 +58,7 @@ def get(url: str, *, kubeconfig: str | None, ca_file: str | None = None, insecur
         raise EndpointError(f"cannot reach the controller at {url}: {e}") from None
 
 
-def _credentials(kubeconfig: str | None, ctx: ssl.SSLContext) -> dict[str, str]:
+def credentials(kubeconfig: str | None, ctx: ssl.SSLContext) -> dict[str, str]:
     """The kubeconfig user's client certificate (into ``ctx``) or bearer token (a header)."""
     from shared.kube.client import load
 

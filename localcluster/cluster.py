@@ -20,7 +20,16 @@ from cryptography.hazmat.primitives import serialization
 from .kwok import fake_node
 from .pki import _key, _write, issue, make_ca
 from .thanos import REPLICAS, federate, plan, stores
-from .tools import FAKE_NODES, K8S_VERSION, Binaries, ClusterError, free_port, log, tools_dir
+from .tools import (
+    FAKE_NODES,
+    FORWARDED_POD_PORT,
+    K8S_VERSION,
+    Binaries,
+    ClusterError,
+    free_port,
+    log,
+    tools_dir,
+)
 
 # --- processes ----------------------------------------------------------------------------
 
@@ -331,6 +340,7 @@ class Cluster:
             "scheduler",
             "kwok",
             "prometheus",
+            "forwarded",  # where kwok's port-forward sends a pod's FORWARDED_POD_PORT
         ):
             self.ports[name] = free_port()
         t0 = time.monotonic()
@@ -392,6 +402,9 @@ class Cluster:
                 f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
                 f"--admission-control-config-file={self._write_admission_config()}",
                 "--enable-priority-and-fairness=false",
+                # a node's Hostname address is a fake name: reach kwok's kubelet server (logs,
+                # port-forward) at its InternalIP, 127.0.0.1, and resolve nothing
+                "--kubelet-preferred-address-types=InternalIP",
                 "--profiling=false",
                 "--v=1",
             ],
@@ -443,6 +456,8 @@ class Cluster:
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
                 f"--server-address=127.0.0.1:{p['kwok']}",
+                f"--node-port={p['kwok']}",
+                f"--config={self._write_port_forward()}",
                 "--node-ip=127.0.0.1",
                 "--cidr=10.244.0.0/16",
                 *[f"--config={s}" for s in b.kwok_stages],
@@ -505,6 +520,22 @@ class Cluster:
             )
         ]
         return len(ready) >= len(FAKE_NODES)
+
+    def _write_port_forward(self) -> Path:
+        """kwok's kubelet server answers the API server's port-forward to any pod's
+        FORWARDED_POD_PORT (the chart's controller port) by connecting to 127.0.0.1 at the
+        ``forwarded`` port: a process listening there is that pod's endpoint, reached the
+        way a user outside a cluster reaches one (``kubectl port-forward``, ``why``)."""
+        path = self.dir / "kwok-port-forward.yaml"
+        forward = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterPortForward",
+            "metadata": {"name": "loopback"},
+            "spec": {"forwards": [{"ports": [FORWARDED_POD_PORT],
+                                   "target": {"address": "127.0.0.1", "port": self.ports["forwarded"]}}]},
+        }  # fmt: skip
+        path.write_text(json.dumps(forward))
+        return path
 
     def _default_service_account(self) -> bool:
         return self.kubectl("get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0

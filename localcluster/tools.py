@@ -56,6 +56,9 @@ def prometheus_major() -> str:
 
 
 FAKE_NODES = ("kwok-node-0", "kwok-node-1", "kwok-node-2")
+# a pod's port that kwok port-forwards to the cluster's "forwarded" loopback port: the
+# chart's controller port, so a test's controller is reached as the chart's would be
+FORWARDED_POD_PORT = 10258
 
 
 def log(msg: str) -> None:

@@ -47,3 +47,7 @@ def adapter() -> NoReturn:
 
 def controller() -> NoReturn:
     run("controller.cli:main")
+
+
+def kubectl_plugin() -> NoReturn:
+    run("controller.cli:kubectl_plugin")

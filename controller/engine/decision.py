@@ -33,6 +33,8 @@ class Decision:
     normalized: bh.Normalized | None = None
     notes: list[str] = field(default_factory=list)
     rescale_reason: str = ""
+    # an opt-in fallback (``fallback``) stood in for metrics that could not be read: what it did
+    fallback: str = ""
 
     def to_wire(self) -> JSON:
         return {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from shared.durations import format_time
 
+from .limiting import limiting_step, metric_label
 from .metrics import MetricOutcome
 from .model import MetricSpec, Snapshot
 from .reconcile import Decision
@@ -27,20 +28,8 @@ def _target_text(spec: MetricSpec) -> str:
     return "no usable target"
 
 
-def _spec_text(spec: MetricSpec) -> str:
-    if spec.type in ("Resource", "ContainerResource"):
-        where = f" (container {spec.container})" if spec.container else ""
-        return f"{spec.type} {spec.name}{where}"
-    if spec.type == "Object":
-        d = spec.described_object or {}
-        return f"Object {spec.name} on {d.get('kind', '?')}/{d.get('name', '?')}"
-    if spec.type in ("Pods", "External"):
-        return f"{spec.type} {spec.name}"
-    return f"unknown source type {spec.type!r}"
-
-
 def _metric_lines(i: int, o: MetricOutcome) -> list[str]:
-    head = f"  [{i}] {_spec_text(o.spec)}, target {_target_text(o.spec)}"
+    head = f"  [{i}] {metric_label(o.spec)}, target {_target_text(o.spec)}"
     if not o.ok:
         return [head, f"      FAILED ({o.reason}): {o.event_message}"]
     lines = [f"{head} -> proposes {o.replicas}"]
@@ -114,6 +103,9 @@ def explain(snap: Snapshot, d: Decision) -> str:
         )
     else:
         out.append(f"Result: keep {d.desired_replicas} replicas")
+    if d.fallback:
+        out.append(f"  fallback: {d.fallback}")
+    out.append(f"  limiting step: {limiting_step(d)}")
     out.append("Conditions")
     for c in d.status.get("conditions") or []:
         out.append(f"  {c.get('type')}={c.get('status')} {c.get('reason')}: {c.get('message')}")

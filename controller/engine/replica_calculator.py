@@ -82,6 +82,9 @@ class Calc:
     groups: PodGroups | None = None
     ready_pods: int | None = None
     notes: list[str] = field(default_factory=list)
+    # why the proposal stayed at the current count: "tolerance" (the ratio was within the
+    # band) or "direction" (counting missing pods would have reversed or undone the change)
+    kept: str = ""
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,7 @@ def _first_pass_decides(calc: Calc, current: int, ratio: float, groups: PodGroup
     if (groups.unready and ratio > 1.0) or groups.missing:
         return False
     if tol.within(ratio):
+        calc.kept = "tolerance"
         calc.notes.append(f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {current}")
     else:
         calc.replicas = go_int32(fceil(ratio * groups.ready_count))
@@ -209,10 +213,12 @@ def _second_pass(
     calc.new_ratio = new_ratio
     if tol.within(new_ratio) or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
         why = "within the tolerance band" if tol.within(new_ratio) else "would reverse the direction"
+        calc.kept = "tolerance" if tol.within(new_ratio) else "direction"
         calc.notes.append(f"recomputed ratio {new_ratio:.4g} {why} {tol.band()}: keep {current}")
         return calc
     proposal = go_int32(fceil(new_ratio * counted))
     if (new_ratio < 1.0 and proposal > current) or (new_ratio > 1.0 and proposal < current):
+        calc.kept = "direction"
         calc.notes.append(
             f"ceil({new_ratio:.4g} x {counted}) = {proposal} would move the wrong way: keep {current}"
         )
@@ -251,6 +257,7 @@ def usage_ratio_replicas(
     if current != 0:
         if tol.within(ratio):
             calc.replicas = current
+            calc.kept = "tolerance"
             calc.notes.append(f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {current}")
             return calc
         if not ctx.pods:
@@ -281,6 +288,7 @@ def per_pod_replicas(status_replicas: int, usage: int, target: int, tol: Toleran
             f"ratio {ratio:.4g} outside {tol.band()}: ceil(total / per-pod target) = {calc.replicas}"
         )
     else:
+        calc.kept = "tolerance"
         calc.notes.append(
             f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {status_replicas}"
         )

@@ -5,7 +5,8 @@ Everything else needs a caller the kube-apiserver vouches for -- a bearer token
 (TokenReview) or a client certificate from the cluster's client CA -- and a
 SubjectAccessReview allowing ``get`` on the path as a non-resource URL: ``/metrics`` for a
 monitoring ServiceAccount (the chart grants its Prometheus exactly that), ``/debug/*`` --
-each HPA's memory and the shadow comparison -- only to whom a ClusterRole grants it. No
+each HPA's memory, its explained decisions (``why``) and the shadow comparison -- only to
+whom a ClusterRole grants it. No
 credentials: 401; credentials without that permission: 403; the answers are Kubernetes
 ``Status`` objects, as the API server's.
 
@@ -159,6 +160,18 @@ def endpoints_app(
             }
         )
 
+    async def why(request: web.Request) -> web.Response:
+        """The HPA's last distinct decisions, each explained step by step, with what changed
+        (``controller.live.why``); ``?last=N`` keeps the newest N. 404 when not reconciled."""
+        ns, name = request.match_info["namespace"], request.match_info["name"]
+        last = request.query.get("last", "")
+        if last and not (last.isdigit() and int(last) > 0):
+            return _status(400, "BadRequest", f"last must be a positive integer, not {last!r}")
+        body = reconciler.why.to_wire((ns, name), int(last) if last else None)
+        if body is None:
+            return _status(404, "NotFound", f"{ns}/{name} has not been reconciled by this controller")
+        return web.json_response({**body, "dryRun": dry_run, "syncPeriodSeconds": sync_period})
+
     async def writers(_: web.Request) -> web.Response:
         """HPAs another controller writes, which promhpa leaves alone (``second_writer``)."""
         items = [
@@ -183,4 +196,5 @@ def endpoints_app(
     app.router.add_get("/debug/shadow/{namespace}/{name}", shadow)
     app.router.add_get("/debug/history/{namespace}/{name}", memory)
     app.router.add_get("/debug/writers", writers)
+    app.router.add_get("/debug/why/{namespace}/{name}", why)
     return app

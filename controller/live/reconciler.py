@@ -22,6 +22,7 @@ from cachetools import TTLCache
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from controller.engine import Decision, ParseMemo, decide, parse_snapshot
+from controller.engine.limiting import limiting_step, proposals
 from controller.engine.model import History, Settings, Snapshot
 from controller.engine.versions import Release
 from shared.durations import format_duration
@@ -34,6 +35,7 @@ from .hpa_selectors import SelectorRegistry
 from .observe import Observer
 from .second_writer import Writers, after_our_scale_write, notice, settle
 from .shadow import Shadow
+from .why import Owner, WhyLog
 from .writer import AS_US, EventRecorder, update_status
 
 log = structlog.get_logger("controller")
@@ -87,6 +89,25 @@ class ControllerMetrics:
             ["namespace", "name"],
             registry=r,
         )
+        self.proposed = Gauge(
+            "promhpa_controller_metric_proposed_replicas",
+            "The replicas each metric of an HPA proposed at its last reconcile (absent: it failed)",
+            ["namespace", "name", "metric_index", "metric"],
+            registry=r,
+        )
+        self.recommended = Gauge(
+            "promhpa_controller_recommended_replicas",
+            "The largest proposal of an HPA's metrics, before stabilization, policies and min/max",
+            ["namespace", "name"],
+            registry=r,
+        )
+        self.limiting = Gauge(
+            "promhpa_controller_limiting_step",
+            "1 for the step that set an HPA's replicas at its last reconcile: none, tolerance, "
+            "stabilization, policy, min, max, metrics-failed, disabled or fallback",
+            ["namespace", "name", "step"],
+            registry=r,
+        )
         self.shadow_comparisons = Counter(
             "promhpa_controller_shadow_comparisons_total",
             "Dry run: owner decisions compared with ours around them",
@@ -129,11 +150,14 @@ class Reconciler:
     # the second-writer guard's quiet period (None: off, as in a dry run); its memory per HPA
     second_writer_quiet: timedelta | None = None
     writers: dict[tuple[str, str], Writers] = field(default_factory=dict)
+    why: WhyLog = field(default_factory=WhyLog)
 
     def __post_init__(self) -> None:
         self._warned: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=300)
         # the informer's pods, the flags and each HPA's memory: parsed once, not every reconcile
         self._memo = ParseMemo()
+        # the label sets each HPA's proposal and limiting-step series carry, to remove old ones
+        self._series: dict[tuple[str, str], set[tuple[str, ...]]] = {}
         self.observer = Observer(
             self.kube,
             self.mapper,
@@ -157,6 +181,8 @@ class Reconciler:
             self.memory.pop(key, None)  # deleted: forget it and its selector, as upstream does
             self.selectors.remove(key)
             self._memo.forget(key)
+            self.why.forget(key)
+            self._forget_series(key)
             if self.writers.pop(key, None) is not None:
                 self.metrics.second_writer.remove(namespace, name)
             if key in self.shadow.comparisons:
@@ -186,7 +212,8 @@ class Reconciler:
                 )
             except KubeError as e:
                 snap["scaleUpdateError"] = e.message
-                decision = decide(parse_snapshot(snap, self._memo))
+                parsed = parse_snapshot(snap, self._memo)
+                decision = decide(parsed)
         if dry and not self.dry_run:
             await self._settle(key, hpa, decision, parsed.now)
         if dry:  # our recommendations, the owner's scale events
@@ -195,9 +222,11 @@ class Reconciler:
                 scale_up_events=parsed.history.scale_up_events,
                 scale_down_events=parsed.history.scale_down_events,
             )
-            self._compare(key, decision, hpa, parsed)
+            owner = self._compare(key, decision, hpa, parsed)
+            self.why.record(key, parsed, decision, mode="shadow" if self.dry_run else "passive", owner=owner)
         else:
             self.memory[key] = decision.history
+            self.why.record(key, parsed, decision, mode="active")
         for event in decision.events:
             reason, message = event.reason, event.message
             if dry:  # never claim a rescale that did not happen
@@ -293,19 +322,57 @@ class Reconciler:
 
     def _compare(
         self, key: tuple[str, str], decision: Decision, hpa: dict[str, Any], parsed: Snapshot
-    ) -> None:
+    ) -> Owner:
+        """Compare with the owner (``shadow``); what ``why`` shows of the owner's decision."""
         before = dict(self.shadow.paired)
         c = self.shadow.compare(key, decision.status, dict(hpa.get("status") or {}), parsed.now, parsed)
         for result, n in self.shadow.paired.items():
             if n > before[result]:
                 self.metrics.shadow_comparisons.labels(result).inc(n - before[result])
+        written = c.owner_status.get("conditions") or []
+        conditions = {str(x.get("type")): str(x.get("reason")) for x in written}
+        owner = Owner(c.owner_status.get("desiredReplicas"), conditions, None, [])
         if not c.owner_status.get("conditions"):
-            return  # the owner has not decided yet: nothing to compare with
+            return owner  # the owner has not decided yet: nothing to compare with
+        owner.agrees, owner.differences = not c.persistent, list(c.differences) if c.persistent else []
         self.metrics.shadow_differs.labels(*key).set(1 if c.persistent else 0)
         since = c.differing_since.timestamp() if c.persistent and c.differing_since else 0
         self.metrics.shadow_differs_since.labels(*key).set(since)
         if c.persistent:
             log.warning("dry run differs from the owner", hpa=f"{key[0]}/{key[1]}", differences=c.differences)
+        return owner
+
+    def _explain_series(self, key: tuple[str, str], d: Decision) -> None:
+        """Each metric's proposal, the largest of them and the limiting step, as series; the
+        ones the last reconcile did not set (a metric that failed, the step before) go."""
+        seen: set[tuple[str, ...]] = set()
+        for p in proposals(d):
+            if p.replicas is not None:
+                labels = ("proposed", *key, str(p.index), p.metric)
+                self.metrics.proposed.labels(*labels[1:]).set(p.replicas)
+                seen.add(labels)
+        if d.metrics is not None and d.metrics.replicas >= 0:
+            self.metrics.recommended.labels(*key).set(d.metrics.replicas)
+            seen.add(("recommended", *key))
+        step = ("limiting", *key, limiting_step(d))
+        self.metrics.limiting.labels(*step[1:]).set(1)
+        seen.add(step)
+        for old in self._series.get(key, set()) - seen:
+            self._remove_series(old)
+        self._series[key] = seen
+
+    def _remove_series(self, labels: tuple[str, ...]) -> None:
+        gauge = {"proposed": self.metrics.proposed, "recommended": self.metrics.recommended}.get(
+            labels[0], self.metrics.limiting
+        )
+        with contextlib.suppress(KeyError):
+            gauge.remove(*labels[1:])
+
+    def _forget_series(self, key: tuple[str, str]) -> None:
+        for labels in self._series.pop(key, set()):
+            self._remove_series(labels)
+        with contextlib.suppress(KeyError):
+            self.metrics.desired.remove(*key)
 
     def _warn_failures(self, namespace: str, name: str, d: Decision) -> None:
         """A reconcile that ends in a failure condition is a warning naming the HPA, the
@@ -331,6 +398,7 @@ class Reconciler:
         self.metrics.reconciliations.labels(d.action, d.error).inc()
         self.metrics.reconcile_seconds.labels(d.action, d.error).observe(seconds)
         self.metrics.desired.labels(namespace, name).set(d.desired_replicas)
+        self._explain_series((namespace, name), d)
         if d.metrics is not None:
             for o in d.metrics.outcomes:
                 action = "none"

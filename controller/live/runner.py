@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import ssl
 import uuid
@@ -213,12 +214,15 @@ def _elector(opts: Options, kube: Kube) -> LeaderElector | None:
     if not opts.leader_elect:
         return None
     # client-go's identity: the host name and a fresh UUID. Not the PID: in a container every
-    # replica is process 1 (and two replicas on one host would share a name)
+    # replica is process 1 (and two replicas on one host would share a name). The pod's name
+    # (POD_NAME, from the chart) comes first where set: on the host network the host name is
+    # the node's, and `why` finds the leader's pod by this prefix
+    host = os.environ.get("POD_NAME") or socket.gethostname()
     return LeaderElector(
         kube,
         opts.lease_namespace,
         opts.lease_name,
-        f"{socket.gethostname()}_{uuid.uuid4()}",
+        f"{host}_{uuid.uuid4()}",
         lease_seconds=opts.lease_duration,
         renew_deadline=opts.renew_deadline,
         retry_seconds=opts.retry_period,

@@ -1,0 +1,226 @@
+"""``promhpa-controller why NAMESPACE/NAME`` (and ``kubectl promhpa why``): the live decision
+of one HPA, explained step by step, from the leader's memory.
+
+Only the Lease holder reconciles, so only it can answer. The holder is found as a client of
+the cluster would find it: the Lease's ``holderIdentity`` is ``POD_hostname-uuid`` (the pod's
+name first), the Pod names the port of its endpoints (``metrics``), and the request goes
+through the API server's port-forward to that pod -- so it works from a laptop on a managed
+cluster, where pod IPs cannot be reached -- or straight to the pod's IP (``--via=pod-ip``,
+from inside the cluster), or to ``--controller-url``. Either way it carries the kubeconfig's
+own credentials, and the controller authorizes ``get`` on ``/debug/why/...`` with the API
+server, as for every ``/debug`` path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import ssl
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from controller.endpoint_client import EndpointError, credentials, get_json
+
+PORT_NAME = "metrics"  # the chart's name for the controller's HTTPS port
+
+
+@dataclass(frozen=True)
+class Leader:
+    namespace: str
+    pod: str
+    identity: str
+    ip: str
+    port: int
+
+
+def add_parser(sub: Any, endpoint_flags: Callable[[argparse.ArgumentParser], None]) -> None:
+    w = sub.add_parser(
+        "why",
+        help="why an HPA has its replica count: the leader's last decisions, explained",
+        description="Explain the last decisions of one HPA, step by step, from the running leader's "
+        "memory: each metric's proposal, the step that limited it (tolerance, stabilization, policy, "
+        "min/max), the conditions and what changed between decisions; in shadow mode, what the owner "
+        "decided and whether promhpa agrees.",
+    )
+    w.add_argument("hpa", metavar="NAMESPACE/NAME")
+    w.add_argument(
+        "--last", type=_positive, default=3, help="how many distinct decisions to show (default 3)"
+    )
+    w.add_argument("-o", "--output", choices=("text", "json"), default="text", help="text (default) or json")
+    w.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, then ~/.kube/config)")
+    w.add_argument(
+        "--controller-namespace",
+        default="promhpa",
+        help="namespace of the controller and its leader-election Lease (default promhpa)",
+    )
+    w.add_argument(
+        "--lease-name",
+        default="promhpa-controller",
+        help="name of the leader-election Lease (the chart's: the controller's full name; default "
+        "promhpa-controller)",
+    )
+    w.add_argument(
+        "--via",
+        choices=("port-forward", "pod-ip"),
+        default="port-forward",
+        help="reach the leader through the API server's port-forward (default; works from outside the "
+        "cluster) or at its pod IP (from inside the cluster)",
+    )
+    w.add_argument(
+        "--controller-url",
+        help="ask this controller instead of finding the leader (e.g. https://127.0.0.1:10258)",
+    )
+    endpoint_flags(w)
+    w.set_defaults(func=cmd_why)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def cmd_why(args: argparse.Namespace) -> int:
+    namespace, _, name = args.hpa.partition("/")
+    if not namespace or not name:
+        print("error: give the HPA as NAMESPACE/NAME", file=sys.stderr)
+        return 2
+    path = f"/debug/why/{namespace}/{name}?last={args.last}"
+    try:
+        if args.controller_url:
+            doc = get_json(
+                args.controller_url.rstrip("/") + path,
+                kubeconfig=args.kubeconfig,
+                ca_file=args.controller_ca_file,
+                insecure=args.insecure_skip_tls_verify,
+            )
+            where = args.controller_url
+        else:
+            leader = find_leader(args.kubeconfig, args.controller_namespace, args.lease_name)
+            doc = ask_leader(leader, path, args)
+            where = f"leader {leader.namespace}/{leader.pod}"
+    except EndpointError as e:
+        if e.status == 404:
+            print(f"error: {namespace}/{name} has not been reconciled by the leader (yet): is it selected "
+                  "by --hpa-selector, and has one sync period passed?", file=sys.stderr)  # fmt: skip
+        else:
+            print(f"error: {e}", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        print(json.dumps(doc, indent=2))
+    else:
+        print(render(doc, where))
+    return 0
+
+
+def find_leader(kubeconfig: str | None, namespace: str, lease: str) -> Leader:
+    """The Lease holder's pod and the port of its endpoints."""
+    held = _read(kubeconfig, "lease", namespace, lease, f"Lease {namespace}/{lease}")
+    identity = str((held.get("spec") or {}).get("holderIdentity") or "")
+    if not identity:
+        raise EndpointError(
+            f"Lease {namespace}/{lease} has no holder: is the controller running with --leader-elect?"
+        )
+    pod_name = identity.split("_", 1)[0]
+    what = f"the leader's pod {namespace}/{pod_name} (from the Lease holder {identity!r})"
+    pod = _read(kubeconfig, "pod", namespace, pod_name, what)
+    ports = [
+        p
+        for c in (pod.get("spec") or {}).get("containers") or []
+        for p in c.get("ports") or []
+        if p.get("name") == PORT_NAME
+    ]
+    if not ports:
+        raise EndpointError(
+            f"pod {namespace}/{pod_name} names no container port {PORT_NAME!r} for its endpoints"
+        )
+    ip = str((pod.get("status") or {}).get("podIP") or "")
+    return Leader(namespace, pod_name, identity, ip, int(ports[0]["containerPort"]))
+
+
+def _read(kubeconfig: str | None, kind: str, namespace: str, name: str, what: str) -> dict[str, Any]:
+    from shared.kube.errors import KubeError
+    from shared.kube.portforward import read
+
+    try:
+        return read(kubeconfig, kind, namespace, name)
+    except KubeError as e:
+        hint = {404: "not found", 403: "forbidden to you", 0: f"no answer ({e.message})"}.get(
+            e.status, e.message
+        )
+        raise EndpointError(f"cannot read {what}: {hint}", e.status) from None
+
+
+def ask_leader(leader: Leader, path: str, args: argparse.Namespace) -> Any:
+    if args.via == "pod-ip":
+        if not leader.ip:
+            raise EndpointError(f"the leader's pod {leader.namespace}/{leader.pod} has no IP yet")
+        return get_json(f"https://{leader.ip}:{leader.port}{path}", kubeconfig=args.kubeconfig,
+                        ca_file=args.controller_ca_file, insecure=args.insecure_skip_tls_verify)  # fmt: skip
+    return _through_port_forward(leader, path, args)
+
+
+def _through_port_forward(leader: Leader, path: str, args: argparse.Namespace) -> Any:
+    """GET ``path`` over the API server's port-forward to the leader's pod, TLS to the
+    controller inside it, with the kubeconfig's credentials."""
+    from shared.kube.errors import KubeError
+    from shared.kube.portforward import port_forward
+
+    ctx = ssl.create_default_context(cafile=args.controller_ca_file)
+    if args.insecure_skip_tls_verify:
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    headers = credentials(args.kubeconfig, ctx)
+    where = f"{leader.namespace}/{leader.pod}"
+    try:
+        with port_forward(args.kubeconfig, leader.namespace, leader.pod, leader.port) as raw:
+            raw.settimeout(15)
+            conn = http.client.HTTPSConnection("controller", leader.port, context=ctx, timeout=15)
+            conn.sock = ctx.wrap_socket(raw, server_hostname=f"{leader.pod}.{leader.namespace}")
+            conn.request("GET", path, headers={**headers, "Connection": "close"})
+            r = conn.getresponse()
+            body = r.read()
+    except KubeError as e:
+        raise EndpointError(f"cannot port-forward to {where}: {e}", e.status) from None
+    except ssl.SSLCertVerificationError as e:
+        raise EndpointError(
+            f"cannot verify the controller's certificate ({e.verify_message}): pass --controller-ca-file "
+            "(the CA of its serving certificate) or --insecure-skip-tls-verify"
+        ) from None
+    except (OSError, http.client.HTTPException) as e:
+        raise EndpointError(f"no answer through the port-forward to {where}: {e}") from None
+    if r.status != 200:
+        try:
+            detail = json.loads(body or b"{}").get("message", r.reason)
+        except ValueError:
+            detail = r.reason
+        raise EndpointError(f"{where}{path}: {r.status} {detail}", r.status)
+    return json.loads(body)
+
+
+def render(doc: dict[str, Any], where: str) -> str:
+    items = doc.get("items") or []
+    out = [f"{doc.get('namespace')}/{doc.get('name')}: the last {len(items)} distinct decision(s) of {where}"]
+    for i, e in enumerate(items, 1):
+        span = e["from"] if e["from"] == e["to"] else f"{e['from']} .. {e['to']}"
+        out.append("")
+        out.append(f"=== {i}. {span}, {e['reconciles']} reconcile(s), {e['mode']} mode")
+        if e.get("changes"):
+            out.append("changed: " + "; ".join(e["changes"]))
+        step = e.get("limitingStep")
+        current = e.get("currentReplicas")
+        out.append(f"desired {e.get('desiredReplicas')} (current {current}), limiting step: {step}")
+        owner = e.get("owner")
+        if owner is not None:
+            if owner.get("agrees") is None:
+                out.append("owner: has not decided yet")
+            else:
+                differs = "promhpa DIFFERS: " + "; ".join(owner["differences"])
+                verdict = "promhpa agrees" if owner["agrees"] else differs
+                reasons = ", ".join(f"{t}={r}" for t, r in sorted(owner["conditions"].items()))
+                out.append(f"owner: desired {owner.get('desiredReplicas')} ({reasons}); {verdict}")
+        out.append("")
+        out.append(e["explanation"])
+    return "\n".join(out)
