@@ -135,6 +135,24 @@ def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
         help="text (a table, the default), csv, json or yaml",
     )
     r.add_argument("--plot", type=Path, help="draw the replay into this PNG or SVG file")
+    t = r.add_argument_group("tuning (--tune) and the pull-request gate (--check)")
+    t.add_argument("--tune", action="store_true",
+                   help="search target values, tolerance, stabilization windows and rate policies for "
+                   "the fewest pod-hours within --max-minutes-above-target; print the recommended spec "
+                   "as a diff")  # fmt: skip
+    t.add_argument("--max-minutes-above-target", type=float, default=None, metavar="MINUTES",
+                   help="--tune's bound: minutes with the load per pod above today's target (default: "
+                   "today's spec's own)")  # fmt: skip
+    t.add_argument("--tune-budget", type=int, default=80, metavar="N",
+                   help="--tune replays at most N candidate specs (default 80): the time bound")  # fmt: skip
+    t.add_argument("--tune-seed", type=int, default=1, help="--tune's random seed (default 1)")
+    t.add_argument("--check", action="store_true",
+                   help="exit 1 when variant B (--spec-b or --set) is worse than today's spec beyond "
+                   "--check-pod-hours or --check-minutes-above")  # fmt: skip
+    t.add_argument("--check-pod-hours", type=float, default=0.0, metavar="PERCENT",
+                   help="--check: allowed increase in pod-hours, in percent (default 0)")  # fmt: skip
+    t.add_argument("--check-minutes-above", type=float, default=0.0, metavar="MINUTES",
+                   help="--check: allowed increase in minutes above today's target (default 0)")  # fmt: skip
     live_flags(r)
     r.set_defaults(func=lambda a: cmd_replay(a, lambda version: settings(a, version)))
 
@@ -214,6 +232,14 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
             raise ValueError(f"--from {a.start} is not before --to {a.end}")
         for assignment in a.set:
             assignment_of(assignment)  # checked before the cluster or Prometheus is read
+        if a.check and not (a.spec_b or a.set):
+            raise ValueError(
+                "--check compares a change with today's spec: give the change as --spec-b or --set"
+            )
+        if a.tune and (a.spec_b or a.set or a.check):
+            raise ValueError("--tune searches its own variants: it takes no --spec-b, --set or --check")
+        if a.tune_budget < 1:
+            raise ValueError(f"--tune-budget must be at least 1, not {a.tune_budget}")
         hpa = _load_hpa(a.hpa, a.kubeconfig)
         variants: dict[str, dict[str, Any]] = {"A": hpa}
         if a.spec_b or a.set:
@@ -254,10 +280,14 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
         return 1
     finally:
         prom.close()
+    if a.tune:
+        return _tune(a, hpa, steps, settings, startup, requests, step)
     results = {
         name: replay(h, steps, settings, startup, requests, a.initial_replicas)
         for name, h in variants.items()
     }
+    if a.check:
+        return _check(a, results, variants, step)
     summaries = [
         summarize(name, out, step, int((variants[name].get("spec") or {}).get("maxReplicas", 0)))
         for name, out in results.items()
@@ -284,4 +314,69 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
             print(f"error: {e}", file=sys.stderr)
             return 1
         print(f"picture: {a.plot}", file=sys.stderr)
+    return 0
+
+
+def _tune(
+    a: argparse.Namespace, hpa: dict[str, Any], steps: list[Step], settings: Settings,
+    startup: timedelta, requests: dict[str, str], step: timedelta,
+) -> int:  # fmt: skip
+    """``--tune``: the search (``tune.tune``), its diff, table and picture."""
+    import time
+
+    from .tune import spec_diff, tune, tuned_table
+
+    began = time.monotonic()
+    t = tune(
+        hpa,
+        lambda h: replay(h, steps, settings, startup, requests, a.initial_replicas),
+        step,
+        budget=a.tune_budget,
+        seed=a.tune_seed,
+        max_minutes_above=a.max_minutes_above_target,
+        tolerance_field=settings.feature_gates.hpa_configurable_tolerance,
+    )
+    meta = hpa.get("metadata") or {}
+    print(f"tuning {meta.get('namespace')}/{meta.get('name')} over {len(steps)} syncs of {step}: "
+          f"{t.evaluated} specs replayed in {time.monotonic() - began:.1f}s (seed {a.tune_seed}), "
+          f"at most {t.bound:g} minutes above today's target")  # fmt: skip
+    print(spec_diff(hpa.get("spec") or {}, t.best.spec), end="")
+    print(tuned_table(t))
+    if t.best.above > t.bound:
+        print(f"no spec within {t.bound:g} minutes above today's target: the one shown comes closest",
+              file=sys.stderr)  # fmt: skip
+    if a.plot:
+        from .plot import PlotUnavailableError, plot
+
+        runs = {
+            "current": replay(hpa, steps, settings, startup, requests, a.initial_replicas),
+            "recommended": replay({**hpa, "spec": t.best.spec}, steps, settings, startup, requests,
+                                  a.initial_replicas),
+        }  # fmt: skip
+        try:
+            plot(runs, a.plot, f"tuning {meta.get('name')}")
+        except PlotUnavailableError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(f"picture: {a.plot}", file=sys.stderr)
+    return 0
+
+
+def _check(
+    a: argparse.Namespace, results: dict[str, list[Outcome]], variants: dict[str, dict[str, Any]],
+    step: timedelta,
+) -> int:  # fmt: skip
+    """``--check``: exit 1 when B is worse than A beyond the thresholds."""
+    from .tune import check, first_target, minutes_above
+
+    spec = variants["A"].get("spec") or {}
+    goal, top = first_target(spec), int(spec.get("maxReplicas", 0))
+    sa, sb = (summarize(n, results[n], step, top) for n in ("A", "B"))
+    v = check(sa, sb, minutes_above(results["A"], goal, step), minutes_above(results["B"], goal, step),
+              pod_hours_pct=a.check_pod_hours, minutes_above=a.check_minutes_above)  # fmt: skip
+    print("\n".join(v.lines))
+    if v.worse:
+        print("WORSE: " + "; ".join(v.worse))
+        return 1
+    print("OK: the change is no worse than today's spec")
     return 0

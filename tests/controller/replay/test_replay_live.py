@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -67,14 +68,24 @@ def replicas(cluster: Cluster) -> int:
     return int(json.loads(cluster.kubectl("get", "--raw", path).stdout)["spec"]["replicas"])
 
 
-@pytest.mark.timeout(420)
-def test_replay_matches_the_live_controller_within_one_sync_period(
+@dataclass(frozen=True)
+class History:
+    began: datetime
+    ended: datetime
+    files: Path  # hpa.yaml and rules.yaml
+
+
+@pytest.fixture(scope="module")
+def history(
     cluster: Cluster,
     exporter: Exporter,
     prometheus: PrometheusProcess,
     adapter: AdapterProcess,
-    tmp_path: Path,
-) -> None:
+    tmp_path_factory: pytest.TempPathFactory,
+) -> History:
+    """The live controller scales the demo app through a known load curve; Prometheus
+    records it (the load, and the replicas that ran)."""
+    tmp_path = tmp_path_factory.mktemp("recorded")
     cluster.kubectl("create", "namespace", NS, check=False)
     cluster.kubectl("-n", NS, "create", "deployment", APP, "--image=example.invalid/shop", "--replicas=1")
     app = DemoApp(cluster, exporter, NS, APP)
@@ -102,17 +113,27 @@ def test_replay_matches_the_live_controller_within_one_sync_period(
         stop_process(controller)
     (tmp_path / "hpa.yaml").write_text(json.dumps(hpa()))
     (tmp_path / "rules.yaml").write_text(RULES)
-    out = subprocess.run(
+    return History(began, ended, tmp_path)
+
+
+def replay_cli(cluster: Cluster, prometheus: PrometheusProcess, h: History, *flags: str) -> Any:
+    return subprocess.run(
         [
             sys.executable, "-m", "controller", "replay", f"{NS}/{APP}", f"--kubeconfig={cluster.kubeconfig}",
-            f"--prometheus-url={prometheus.url}", f"--config={tmp_path / 'rules.yaml'}",
-            f"--from={format_time(began)}", f"--to={format_time(ended)}",
-            f"--horizontal-pod-autoscaler-sync-period={SYNC}s",
-            "--set", "metrics[0].pods.target.averageValue=20", "-o", "json",
-            f"--plot={tmp_path / 'replay.png'}",
+            f"--prometheus-url={prometheus.url}", f"--config={h.files / 'rules.yaml'}",
+            f"--from={format_time(h.began)}", f"--to={format_time(h.ended)}",
+            f"--horizontal-pod-autoscaler-sync-period={SYNC}s", *flags,
         ],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
     )  # fmt: skip
+
+
+@pytest.mark.timeout(420)
+def test_replay_matches_the_live_controller_within_one_sync_period(
+    cluster: Cluster, prometheus: PrometheusProcess, history: History, tmp_path: Path
+) -> None:
+    out = replay_cli(cluster, prometheus, history, "--set", "metrics[0].pods.target.averageValue=20",
+                     "-o", "json", f"--plot={tmp_path / 'replay.png'}")  # fmt: skip
     assert out.returncode == 0, out.stderr
     startup = re.search(r"pod startup: ([\d.]+)s, the median of (\d+) pods in the history", out.stderr)
     assert startup, out.stderr  # from kube-state-metrics' series, as the demo app exports them
@@ -137,3 +158,42 @@ def test_replay_matches_the_live_controller_within_one_sync_period(
 
     image = matplotlib.image.imread(tmp_path / "replay.png")
     assert image.shape[:2] == (650, 1100)
+
+
+def test_tune_recommends_a_spec_with_fewer_pod_hours_within_todays_minutes_above_target(
+    cluster: Cluster, prometheus: PrometheusProcess, history: History, tmp_path: Path
+) -> None:
+    flags = (
+        "--tune",
+        "--tune-budget=24",
+        "--tune-seed=3",
+        "--pod-startup=2s",
+        "--max-minutes-above-target=0.6",
+    )
+    out = replay_cli(cluster, prometheus, history, *flags, f"--plot={tmp_path / 'tune.png'}")
+    assert out.returncode == 0, out.stderr
+    assert "--- current" in out.stdout
+    assert "+++ recommended" in out.stdout
+    rows = {
+        line.split()[0]: line.split()
+        for line in out.stdout.splitlines()
+        if line.startswith(("current ", "recommended "))
+    }
+    assert float(rows["recommended"][1]) < float(rows["current"][1])  # pod-hours
+    assert float(rows["recommended"][4]) <= 0.6  # minutes above today's target: within the bound
+    again = replay_cli(cluster, prometheus, history, *flags)
+    assert again.stdout.split("\n", 1)[1] == out.stdout.split("\n", 1)[1]  # the same search, the same answer
+    assert (tmp_path / "tune.png").stat().st_size > 0
+
+
+def test_check_fails_a_worse_change_and_passes_a_better_one(
+    cluster: Cluster, prometheus: PrometheusProcess, history: History
+) -> None:
+    worse = replay_cli(cluster, prometheus, history, "--check", "--pod-startup=2s",
+                       "--set", "metrics[0].pods.target.averageValue=5")  # fmt: skip
+    assert worse.returncode == 1, worse.stderr
+    assert "WORSE: pod-hours" in worse.stdout
+    lax = ("--check-minutes-above=1000", "--set", "metrics[0].pods.target.averageValue=20")
+    better = replay_cli(cluster, prometheus, history, "--check", "--pod-startup=2s", *lax)
+    assert better.returncode == 0, better.stdout + better.stderr
+    assert "OK: the change is no worse" in better.stdout
