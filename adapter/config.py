@@ -93,6 +93,10 @@ class Rule:
     backend: str = ""  # a name from ``backends``; "" is the command line's Prometheus
     series_line: int = 0  # of seriesQuery
     name_line: int = 0  # of name.as (0: no name.as)
+    # our extension: what a series the query does not return means -- "error" (no value:
+    # the HPA reports the metric as failed, prometheus-adapter's behaviour) or "zero" (a value
+    # of 0: a queue whose series vanishes when it is empty)
+    absent: str = "error"
 
 
 @dataclass(frozen=True)
@@ -146,7 +150,8 @@ class Config:
         return ["", *(b.name for b in self.backends)]
 
 
-_RULE_KEYS = {"seriesQuery", "seriesFilters", "resources", "name", "metricsQuery", "backend"}
+_RULE_KEYS = {"seriesQuery", "seriesFilters", "resources", "name", "metricsQuery", "backend", "absent"}
+ABSENT = ("error", "zero")
 _RESOURCES_KEYS = {"overrides", "template", "namespaced"}
 _TOP_KEYS = {"rules", "externalRules", "resourceRules", "backends", "upstreams"}
 _BACKEND_KEYS = {
@@ -338,7 +343,19 @@ def _rule(c: _Checker, node: yaml.Node, path: str, index: int, kind: str) -> Rul
         backend=c.string(m["backend"], f"{path}.backend") if "backend" in m else "",
         series_line=m["seriesQuery"].start_mark.line + 1,
         name_line=_as_line(m.get("name")),
+        absent=_absent(c, m.get("absent"), f"{path}.absent"),
     )
+
+
+def _absent(c: _Checker, node: yaml.Node | None, path: str) -> str:
+    if node is None:
+        return "error"
+    value = c.string(node, path)
+    if value not in ABSENT:
+        raise c.fail(
+            node, path, f"must be 'error' (the default: no value, the metric fails) or 'zero', not {value!r}"
+        )
+    return value
 
 
 def _as_line(node: yaml.Node | None) -> int:

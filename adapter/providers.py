@@ -8,6 +8,7 @@ uses a watch-backed cache of Kubernetes objects; without one (local use) only se
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from decimal import Decimal
@@ -139,6 +140,10 @@ class Providers:
             if not obj or value is None or (wanted and obj not in wanted):
                 continue
             items.append(item(obj, value, s.timestamp))
+        rule = served.rule if served is not None else team.rule.rule if team is not None else None
+        if rule is not None and rule.absent == "zero":  # an object without a series has 0
+            have = {i["describedObject"]["name"] for i in items}
+            items += [item(n, "0", time.time()) for n in names if n not in have]
         if req.name is not None and not items:
             raise NotFound(
                 f"the custom metric {req.metric!r} has no value for {req.resource} "
@@ -160,7 +165,7 @@ class Providers:
         samples = await self.backends.get(served.rule.backend).query(
             external_query(served.rule, served.series, req.namespace, req.selector)
         )
-        return _external_list(req, samples, None)
+        return _external_list(req, samples, None, zero=served.rule.absent == "zero")
 
     async def _team_external(self, served: TeamServed, req: MetricRequest) -> dict[str, Any]:
         """A MetricRule's query, confined to its namespace, within the team rules' query time
@@ -172,7 +177,8 @@ class Providers:
         except (IsolationError, QueryError) as e:
             raise BadRequest(f"{rule.describe()}: {e}") from None
         samples = await self._team_query(rule, query)
-        return _external_list(req, samples, req.selector if rule.rule is None else None)
+        zero = rule.rule is not None and rule.rule.absent == "zero"
+        return _external_list(req, samples, req.selector if rule.rule is None else None, zero=zero)
 
     async def _team_query(self, rule: TeamRule, query: str) -> list[Sample]:
         try:
@@ -278,8 +284,11 @@ class Providers:
         return [("nodes", False, "NodeMetrics"), ("pods", True, "PodMetrics")]
 
 
-def _external_list(req: MetricRequest, samples: list[Sample], pick: Selector | None) -> dict[str, Any]:
-    """An ExternalMetricValueList of ``samples`` (``pick``: only series whose labels match)."""
+def _external_list(
+    req: MetricRequest, samples: list[Sample], pick: Selector | None, *, zero: bool = False
+) -> dict[str, Any]:
+    """An ExternalMetricValueList of ``samples`` (``pick``: only series whose labels match;
+    ``zero``: no series at all is one value of 0, for a rule with ``absent: zero``)."""
     items = []
     for s in samples:
         value = milli_quantity(s.value)
@@ -294,6 +303,9 @@ def _external_list(req: MetricRequest, samples: list[Sample], pick: Selector | N
                 "value": value,
             }
         )
+    if zero and not items:
+        items.append({"metricName": req.metric, "metricLabels": {}, "timestamp": timestamp(time.time()),
+                      "value": "0"})  # fmt: skip
     return value_list(EXTERNAL, req.version, "ExternalMetricValueList", items)
 
 

@@ -195,7 +195,7 @@ def _backend_refused(kind: str, backend: str, limits: Limits) -> Verdict | None:
     )
 
 
-_FILE_KEYS = ("seriesQuery", "seriesFilters", "metricsQuery", "name", "resources")
+_FILE_KEYS = ("seriesQuery", "seriesFilters", "metricsQuery", "name", "resources", "absent")
 
 
 def _file_form(kind: str, obj: Mapping[str, Any], namespace: str, limits: Limits) -> TeamRule | Verdict:

@@ -14,6 +14,7 @@ from datetime import datetime
 from shared.durations import format_time
 
 from . import behavior as bh
+from .fallback import memory_to_wire
 from .metrics import MetricsResult
 from .model import JSON, Event, History, Recommendation, ScaleEvent
 
@@ -70,6 +71,8 @@ def history_to_wire(
         out["recommendations"] = [recommendation(r) for r in h.recommendations]
     out["scaleUpEvents"] = [event(e) for e in h.scale_up_events]
     out["scaleDownEvents"] = [event(e) for e in h.scale_down_events]
+    if h.fallback is not None:
+        out["fallback"] = memory_to_wire(h.fallback)
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from shared.quantity import Quantity
 
+from .fallback import FallbackMemory, FallbackSpec
 from .versions import Release
 
 JSON = dict[str, Any]
@@ -69,6 +70,9 @@ class History:
     recommendations: tuple[Recommendation, ...] | None = None
     scale_up_events: tuple[ScaleEvent, ...] = ()
     scale_down_events: tuple[ScaleEvent, ...] = ()
+    # only for an HPA with a fallback (``fallback``): when its metrics began failing, the
+    # last good proposal
+    fallback: FallbackMemory | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,9 @@ class Snapshot:
     # live controller: the HPAs (NAMESPACE/NAME) whose last-seen selectors match any of this
     # HPA's pods, itself included; more than one is upstream's AmbiguousSelector
     selecting_hpas: tuple[str, ...] = ()
+    # the HPA's opt-in fallback (annotation promhpa.io/fallback), or why it is not valid
+    fallback: FallbackSpec | None = None
+    fallback_error: str = ""
 
 
 @dataclass(frozen=True)

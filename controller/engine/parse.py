@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 from shared.jsondoc import json_copy
 
+from .fallback import ANNOTATION, FallbackError, FallbackMemory, parse_spec
 from .gates import GATES, resolve
 from .model import (
     JSON,
@@ -280,7 +281,11 @@ def parse_history(r: _Reader) -> History:
                 raise SnapshotError(f"{e.path}.timestamp", "is required")
             items.append(Recommendation(e.integer("replicas", 0) or 0, ts))
         recs = tuple(items)
-    return History(recs, _events(r, "scaleUpEvents"), _events(r, "scaleDownEvents"))
+    fallback = None
+    if r.raw("fallback") is not None:
+        f = r.obj("fallback")
+        fallback = FallbackMemory(f.time("failingSince"), f.integer("lastGood", None), f.time("lastGoodAt"))
+    return History(recs, _events(r, "scaleUpEvents"), _events(r, "scaleDownEvents"), fallback)
 
 
 def parse_snapshot(data: Any, memo: ParseMemo | None = None) -> Snapshot:
@@ -346,6 +351,13 @@ def parse_snapshot(data: Any, memo: ParseMemo | None = None) -> Snapshot:
     selecting = root.raw("selectingHPAs") or []
     if not isinstance(selecting, list) or not all(isinstance(x, str) for x in selecting):
         raise SnapshotError("selectingHPAs", "must be a list of NAMESPACE/NAME strings")
+    fallback, fallback_error = None, ""
+    annotations = (hpa.get("metadata") or {}).get("annotations") or {}
+    if isinstance(annotations, dict) and ANNOTATION in annotations:
+        try:
+            fallback = parse_spec(annotations)
+        except FallbackError as e:
+            fallback_error = str(e)
     return Snapshot(
         now=now,
         settings=(memo.settings if memo is not None else parse_settings)(root.obj("controller")),
@@ -364,6 +376,8 @@ def parse_snapshot(data: Any, memo: ParseMemo | None = None) -> Snapshot:
         history=_history(root, hpa_r, memo) if "history" in data else History(),
         scale_update_error=update_error,
         selecting_hpas=tuple(selecting),
+        fallback=fallback,
+        fallback_error=fallback_error,
     )
 
 

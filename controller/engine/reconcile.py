@@ -21,7 +21,7 @@ local variables and on the HPA object while it reconciles.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from shared.jsondoc import json_copy
 from shared.kube.resources import GroupVersion, GroupVersionError
@@ -29,6 +29,7 @@ from shared.selectors import SelectorError
 from shared.selectors import parse_cached as parse_selector
 
 from . import behavior as bh
+from . import fallback as fb
 from .conditions import (
     ABLE_TO_SCALE,
     SCALED_TO_ZERO,
@@ -58,6 +59,7 @@ class _Round:
     history: History
     events: list[Event] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    fallback: str = ""  # what an opt-in fallback decided (``fallback``), if it did
 
     @classmethod
     def start(cls, snap: Snapshot) -> _Round:
@@ -83,7 +85,16 @@ class _Round:
     def finish(self, desired: int, rescale: bool, **kw: object) -> Decision:
         if not self.status.get("conditions"):
             self.status.pop("conditions", None)
-        return Decision(desired, rescale, self.status, self.events, self.history, notes=self.notes, **kw)  # type: ignore[arg-type]
+        return Decision(
+            desired,
+            rescale,
+            self.status,
+            self.events,
+            self.history,
+            notes=self.notes,
+            fallback=self.fallback,
+            **kw,  # type: ignore[arg-type]
+        )
 
     def metrics_failed(
         self,
@@ -175,9 +186,7 @@ def _read_scale(r: _Round) -> Scale | None:
     scale = r.snap.scale
     h = r.history
     if h.recommendations is None:  # first sight since (re)start: a restart cannot scale down at once
-        r.history = History(
-            (Recommendation(scale.spec_replicas, r.snap.now),), h.scale_up_events, h.scale_down_events
-        )
+        r.history = replace(h, recommendations=(Recommendation(scale.spec_replicas, r.snap.now),))
     return scale
 
 
@@ -282,6 +291,12 @@ def _compute_metrics(r: _Round, scale: Scale, plan: _Plan) -> Decision | None:
     result = compute_all(snap, ctx, scale.spec_replicas, scale.status_replicas)
     r.events.extend(result.events)
     r.cond(SCALING_ACTIVE, *result.condition)
+    if snap.fallback_error:
+        r.notes.append(f"fallback ignored: {snap.fallback_error}")
+    if snap.fallback is not None:
+        result = _fallback(r, snap.fallback, result, current)
+    elif get_condition(r.conditions, fb.CONDITION) is not None:
+        remove_condition(r.conditions, fb.CONDITION)  # its annotation is gone
     plan.metrics, plan.statuses = result, result.statuses
     if result.replicas == -1:
         failed = [o for o in result.outcomes if not o.ok]
@@ -296,6 +311,35 @@ def _compute_metrics(r: _Round, scale: Scale, plan: _Plan) -> Decision | None:
     if plan.desired < current:
         plan.reason = "All metrics below target"
     return None
+
+
+def _fallback(r: _Round, spec: fb.FallbackSpec, result: MetricsResult, current: int) -> MetricsResult:
+    """3b. An opt-in fallback (``fallback``): remember the last good proposal or when the
+    failure began; once it has lasted long enough, the failing metrics propose the fallback's
+    count beside the metrics that still answer."""
+    now = r.snap.now
+    ok = [o.replicas for o in result.outcomes if o.ok]
+    all_read = len(ok) == len(result.outcomes)
+    mem = fb.remember(r.history.fallback or fb.FallbackMemory(), all_read, max(result.replicas, 0), now)
+    r.history = replace(r.history, fallback=mem)
+    if all_read:
+        remove_condition(r.conditions, fb.CONDITION)
+        return result
+    proposal, text = fb.propose(spec, mem, current, now)
+    if proposal is None:
+        remove_condition(r.conditions, fb.CONDITION)
+        waited = (now - (mem.failing_since or now)).total_seconds()
+        r.notes.append(
+            f"fallback {spec.policy} waits: metrics failing for {waited:g}s of "
+            f"{spec.failure_duration.total_seconds():g}s"
+        )
+        return result
+    r.fallback = text
+    r.cond(fb.CONDITION, True, spec.policy, text)
+    r.notes.append(f"fallback decided: {text}")
+    largest = max(ok, default=0)
+    name = result.metric_name if ok and largest >= proposal else f"fallback ({spec.policy})"
+    return replace(result, replicas=max(largest, proposal), metric_name=name)
 
 
 def _normalize(r: _Round, plan: _Plan) -> None:
@@ -329,7 +373,7 @@ def _normalize(r: _Round, plan: _Plan) -> None:
             snap.now,
         )
     plan.normalized = n
-    r.history = History(n.recommendations, h.scale_up_events, h.scale_down_events)
+    r.history = replace(h, recommendations=n.recommendations)
     r.cond(ABLE_TO_SCALE, True, n.able_reason, n.able_message)
     r.cond(SCALING_LIMITED, n.limited, n.limit_reason, n.limit_message)
     plan.desired = n.replicas
@@ -389,12 +433,12 @@ def _rescale(r: _Round, plan: _Plan) -> Decision:
     if snap.behavior is not None:
         if desired > current:
             ups = bh.store_scale_event(h.scale_up_events, snap.behavior.scale_up, desired - current, snap.now)
-            r.history = History(h.recommendations, ups, h.scale_down_events)
+            r.history = replace(h, scale_up_events=ups)
         else:
             downs = bh.store_scale_event(
                 h.scale_down_events, snap.behavior.scale_down, current - desired, snap.now
             )
-            r.history = History(h.recommendations, h.scale_up_events, downs)
+            r.history = replace(h, scale_down_events=downs)
     set_status(r.status, r.hpa, current, desired, plan.statuses, True, snap.now, _gen(snap))
     action = "scale_up" if desired > current else "scale_down"
     error = INTERNAL_ERROR if plan.metrics is not None and plan.metrics.invalid_error else "none"

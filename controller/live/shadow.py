@@ -212,7 +212,7 @@ class Shadow:
                 ups = store_scale_event(ups, behavior.scale_up, r.change, r.at)
             else:
                 downs = store_scale_event(downs, behavior.scale_down, -r.change, r.at)
-        return History(history.recommendations, ups, downs)
+        return replace(history, scale_up_events=ups, scale_down_events=downs)
 
     def _moments(
         self, snap: Snapshot, at: datetime, later: Snapshot | None, owner: dict[str, Any] | None = None

@@ -61,3 +61,39 @@ def test_a_timed_out_query_propagates_as_a_timeout() -> None:
     prom.failure = PrometheusTimeout("no answer within 10s")
     with pytest.raises(PrometheusTimeout):
         asyncio.run(p.external(parse_path(PATH, {})))
+
+
+def zero_providers(prom: RecordedPrometheus) -> Providers:
+    config = parse_config(CONFIG.rstrip() + "\n  absent: zero\n", "test.yaml")
+    prom.series_answers['{__name__="queue_depth"}'] = SERIES
+    registry = Registry(config, prom, timedelta(minutes=10))
+    asyncio.run(registry.relist())
+    return Providers(config, registry, prom)
+
+
+def test_an_absent_series_is_no_value_by_default() -> None:
+    body = asyncio.run(
+        providers(RecordedPrometheus()).external(parse_path(PATH, {"labelSelector": "queue=x"}))
+    )
+    assert body["items"] == []
+
+
+def test_an_absent_series_is_zero_for_a_rule_that_says_so() -> None:
+    body = asyncio.run(
+        zero_providers(RecordedPrometheus()).external(parse_path(PATH, {"labelSelector": "queue=x"}))
+    )
+    assert [(i["metricName"], i["value"]) for i in body["items"]] == [("queue_depth", "0")]
+
+
+def test_absent_zero_never_replaces_a_real_value() -> None:
+    query = 'sum(queue_depth{queue="orders",namespace="shop"}) by (queue)'
+    prom = RecordedPrometheus(answers={query: [Sample({"queue": "orders"}, 7.0, 1.0)]})
+    body = asyncio.run(zero_providers(prom).external(parse_path(PATH, {"labelSelector": "queue=orders"})))
+    assert [i["value"] for i in body["items"]] == ["7"]
+
+
+def test_absent_takes_error_or_zero_and_names_the_key() -> None:
+    from adapter.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"externalRules\[0\]\.absent: must be 'error'"):
+        parse_config(CONFIG.rstrip() + "\n  absent: 'null'\n", "test.yaml")
