@@ -13,6 +13,8 @@ import base64
 import json
 import re
 import shlex
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -604,6 +606,9 @@ def test_the_documented_cluster_commands_run_against_a_release(
         argv = [str(release.work / a) if a == "orders.yaml" else a for a in argv]
         if argv[:2] == ["kubectl", "delete"]:
             argv.append("--dry-run=server")  # the names must exist; nothing is deleted
+        if argv[:2] == ["kubectl", "promhpa"]:
+            _plugin_finds_the_charts_leader(page, command, argv)
+            continue
         if argv[0] == "kubectl" and KUBELET_BOUND & set(argv):
             target = next(a for a in argv if a.startswith("deploy/")).replace("deploy/", "deployment/")
             assert target in rendered, f"{page}: `{command}` names {target}, which the chart does not render"
@@ -615,6 +620,30 @@ def test_the_documented_cluster_commands_run_against_a_release(
         )
         assert out.returncode == 0, f"{page}: `{command}` ({shlex.join(argv)}) failed:\n{out.stderr}"
         assert out.stdout.strip(), f"{page}: `{command}` printed nothing"
+
+
+def _plugin_finds_the_charts_leader(page: str, command: str, argv: list[str]) -> None:
+    """`kubectl promhpa why` reaches a running leader through a kubelet's port-forward (kwok
+    runs none here; tests/controller/live/test_why_live.py runs it end to end). What can go
+    stale is checked: the plugin is installed, and its defaults -- the Lease
+    promhpa/promhpa-controller, the pod's port named metrics -- are what the chart renders
+    for a release named promhpa in namespace promhpa, as the docs install it."""
+    plugin = Path(sys.executable).parent / "kubectl-promhpa"
+    out = subprocess.run([str(plugin), *argv[2:3], "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, f"{page}: `{command}`: the plugin does not run:\n{out.stderr}"
+    docs = render_chart(
+        "--set", "prometheus.url=http://prometheus:9090", namespace="promhpa", release="promhpa"
+    )
+    (deploy,) = [
+        d for d in docs if d.get("kind") == "Deployment" and d["metadata"]["name"] == "promhpa-controller"
+    ]
+    (container,) = deploy["spec"]["template"]["spec"]["containers"]
+    assert "--leader-elect-resource-name=promhpa-controller" in container["args"], page
+    assert "--leader-elect-resource-namespace=promhpa" in container["args"], page
+    assert any(p["name"] == "metrics" for p in container["ports"]), page
+    assert {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in container[
+        "env"
+    ], page
 
 
 def test_uninstall_leaves_nothing_behind(cluster: Cluster, release: Release) -> None:
