@@ -25,7 +25,14 @@ from controller.engine.gates import GateError, parse_gates, resolve
 from controller.engine.model import History, Settings
 from controller.engine.versions import Release, VersionError, parse_minor, release
 from controller.snapshot_files import SnapshotFileError, load_documents
-from shared.cliflags import add_log_flags, add_runtime_flags, add_tls_flags, duration, port_or_zero
+from shared.cliflags import (
+    add_log_flags,
+    add_runtime_flags,
+    add_tls_flags,
+    duration,
+    non_negative,
+    port_or_zero,
+)
 from shared.kube.errors import KubeError
 from shared.version import promhpa_version
 
@@ -225,6 +232,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cert_dir=args.cert_dir,
         cert_dns_names=args.cert_dns_name,
         second_writer_quiet=args.second_writer_quiet_period.total_seconds(),
+        why_history=args.why_history,
     )
     if opts.insecure_skip_auth and not ipaddress.ip_address(opts.bind_address).is_loopback:
         print("error: --insecure-skip-auth only binds to loopback", file=sys.stderr)
@@ -446,6 +454,13 @@ def build_parser(prog: str = "promhpa-controller") -> argparse.ArgumentParser:
         help="when another controller writes an HPA's scale or status, promhpa stops writing that "
         "HPA and resumes only after the other has been quiet this long while the HPA needed a "
         "write (default 5m; 0 turns the guard off; a dry run never writes anyway)",
+    )
+    r.add_argument(
+        "--why-history",
+        type=non_negative,
+        default=5,
+        metavar="N",
+        help="distinct decisions kept per HPA for `why` (default 5; each costs about 1 KB; 0 keeps none)",
     )
     r.add_argument(
         "--kube-api-qps",

@@ -39,6 +39,11 @@ def positive(text: str) -> int:
     return value
 
 
+def non_negative(text: str) -> int:
+    """A count of 0 or more."""
+    return 0 if text.strip() == "0" else positive(text)
+
+
 def port_or_zero(text: str) -> int:
     """A port, or 0 (off, or any free port: each flag says which)."""
     return 0 if text.strip() == "0" else port(text)

@@ -48,6 +48,7 @@ from .leader import LeaderElector
 from .pod_fields import pod_essentials
 from .reconciler import ControllerMetrics, Reconciler
 from .shadow import Shadow
+from .why import WhyLog
 from .workers import Workers
 from .writer import COMPONENT, EventRecorder
 
@@ -87,6 +88,7 @@ class Options:
     cert_dir: str = "controller.local.config/certificates"
     cert_dns_names: list[str] = field(default_factory=list)
     second_writer_quiet: float = 300.0  # 0: no second-writer guard
+    why_history: int = 5  # distinct decisions kept per HPA for `why` (0: none)
 
 
 async def run(opts: Options) -> int:
@@ -131,6 +133,7 @@ async def run(opts: Options) -> int:
         dry_run=opts.dry_run,
         metrics_timeout=opts.metrics_timeout,
         shadow=Shadow(opts.sync_period),
+        why=WhyLog(opts.why_history),
         second_writer_quiet=(
             timedelta(seconds=opts.second_writer_quiet)
             if opts.second_writer_quiet > 0 and not opts.dry_run

@@ -1,16 +1,17 @@
 """What ``why`` answers: each HPA's last reconciles, explained step by step, and what changed.
 
-The leader keeps, per HPA, its last ``size`` *distinct* decisions: a reconcile whose outcome
-(replicas, proposals, limiting step, conditions, current metrics, and in shadow mode the
-owner's status) equals the previous one only extends that entry's time span and count, so a
-steady HPA costs one entry and one rendered explanation, and "what changed" between entries
-is never noise. The explanation is ``controller.engine.explain`` on the very snapshot and
+The leader keeps, per HPA, its last ``size`` (--why-history) *distinct* decisions: a
+reconcile whose outcome (replicas, proposals, limiting step, conditions, current metrics,
+and in shadow mode the owner's status) equals the previous one only extends that entry's
+time span and count, so a steady HPA costs one entry and one rendered explanation, and
+"what changed" between entries is never noise. The explanation is ``controller.engine.explain`` on the very snapshot and
 decision of that reconcile; the changes are computed from the summaries, so both are exact.
 """
 
 from __future__ import annotations
 
 import json
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -49,10 +50,14 @@ class Entry:
     last: datetime
     mode: str  # active | shadow | passive (another controller writes this HPA)
     summary: dict[str, Any]
-    text: str
+    packed: bytes  # the explanation, compressed: 10,000 HPAs keep 5 each
     owner: Owner | None = None
     count: int = 1
     changes: list[str] = field(default_factory=list)  # from the entry before this one
+
+    @property
+    def text(self) -> str:
+        return zlib.decompress(self.packed).decode()
 
     def to_wire(self) -> dict[str, Any]:
         out = {
@@ -121,7 +126,7 @@ def _n(v: object) -> str:
 class WhyLog:
     """Per HPA, the last ``size`` distinct decisions (newest last)."""
 
-    size: int = 10
+    size: int = 5
     entries: dict[Key, deque[Entry]] = field(default_factory=dict)
 
     def record(
@@ -132,7 +137,10 @@ class WhyLog:
         *,
         mode: str,
         owner: Owner | None = None,
-    ) -> Entry:
+    ) -> Entry | None:
+        """Keep this decision (None: ``size`` is 0, nothing is kept)."""
+        if self.size == 0:
+            return None
         summary = summarize(d)
         log = self.entries.setdefault(key, deque(maxlen=self.size))
         if log:
@@ -140,7 +148,7 @@ class WhyLog:
             if last.mode == mode and last.summary == summary and _same_owner(last.owner, owner):
                 last.last, last.count = snap.now, last.count + 1
                 return last
-        entry = Entry(snap.now, snap.now, mode, summary, explain(snap, d), owner)
+        entry = Entry(snap.now, snap.now, mode, summary, zlib.compress(explain(snap, d).encode(), 1), owner)
         if log:
             entry.changes = changes(log[-1].summary, summary)
             if log[-1].mode != mode:
