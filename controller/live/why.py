@@ -4,8 +4,9 @@ The leader keeps, per HPA, its last ``size`` (--why-history) *distinct* decision
 reconcile whose outcome (replicas, proposals, limiting step, conditions, current metrics,
 and in shadow mode the owner's status) equals the previous one only extends that entry's
 time span and count, so a steady HPA costs one entry and one rendered explanation, and
-"what changed" between entries is never noise. The explanation is ``controller.engine.explain`` on the very snapshot and
-decision of that reconcile; the changes are computed from the summaries, so both are exact.
+"what changed" between entries is never noise. The explanation is
+``controller.engine.explain`` on the very snapshot and decision of that reconcile; the
+changes are computed from the summaries, so both are exact.
 """
 
 from __future__ import annotations
