@@ -65,6 +65,22 @@ class ControllerMetrics:
             ["action", "error", "metric_type"],
             registry=r,
         )
+        # client-go's workqueue metric, as kube-controller-manager exposes it for its HPA
+        # queue (its buckets too): from when a key is due to when a worker takes it
+        self.queue_duration = Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            ["name"],
+            buckets=tuple(10.0**k for k in range(-8, 4)),
+            registry=r,
+        )
+        self.sync_lag = Histogram(
+            "promhpa_controller_sync_lag_seconds",
+            "From when an HPA is due to be reconciled to when a worker takes it (finer buckets than "
+            "workqueue_queue_duration_seconds)",
+            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 60, 120),
+            registry=r,
+        )
         self.second_writer = Gauge(
             "promhpa_controller_second_writer",
             "1 while another controller writes this HPA and promhpa writes nothing to it",
@@ -114,6 +130,10 @@ class ControllerMetrics:
             ["result"],
             registry=r,
         )
+
+    def observe_queue_wait(self, seconds: float) -> None:
+        self.queue_duration.labels("horizontalpodautoscaler").observe(seconds)
+        self.sync_lag.observe(seconds)
 
     def watch_informers(self, informers: dict[str, Informer]) -> None:
         """Each informer's age -- seconds since the API server last answered it -- read when

@@ -39,7 +39,7 @@ class Workers:
         # 1.37 reconciles an added HPA (and a spec change) at once; up to 1.36 every add
         # and update waits for the sync period (AddRateLimited), the first list's too
         self.enqueues_immediately = enqueues_immediately
-        self.queue = WorkQueue()
+        self.queue = WorkQueue(on_wait=reconciler.metrics.observe_queue_wait)
         self._generations: dict[tuple[str, str], object] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = asyncio.Event()

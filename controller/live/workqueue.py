@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 
 
 class WorkQueue:
@@ -13,7 +15,11 @@ class WorkQueue:
     most one pending timer, so change events cannot multiply its periodic resyncs.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_wait: Callable[[float], None] | None = None) -> None:
+        """``on_wait``: told, when a worker takes a key, how long it waited in the queue since
+        it became due (client-go's workqueue_queue_duration_seconds: the sync lag)."""
+        self._on_wait = on_wait
+        self._since: dict[tuple[str, str], float] = {}
         self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
         self._queued: set[tuple[str, str]] = set()
         self._processing: set[tuple[str, str]] = set()
@@ -25,6 +31,8 @@ class WorkQueue:
             self._dirty.add(key)
         elif key not in self._queued:
             self._queued.add(key)
+            if self._on_wait is not None:
+                self._since[key] = time.monotonic()
             self._queue.put_nowait(key)
 
     def add_after(self, key: tuple[str, str], seconds: float) -> None:
@@ -49,6 +57,9 @@ class WorkQueue:
     async def get(self) -> tuple[str, str]:
         key = await self._queue.get()
         self._queued.discard(key)
+        since = self._since.pop(key, None)
+        if since is not None and self._on_wait is not None:
+            self._on_wait(time.monotonic() - since)
         self._processing.add(key)
         return key
 

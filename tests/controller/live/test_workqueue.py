@@ -69,3 +69,18 @@ def test_rate_limited_add_of_a_queued_key_changes_nothing() -> None:
         return len(q)
 
     assert asyncio.run(go()) == 1
+
+
+def test_the_wait_from_due_to_taken_is_reported_once_per_take() -> None:
+    waits: list[float] = []
+
+    async def go() -> None:
+        q = WorkQueue(on_wait=waits.append)
+        q.add(A)
+        q.add(A)  # already queued: still one wait, from the first add
+        await asyncio.sleep(0.05)
+        q.done(await q.get())
+
+    asyncio.run(go())
+    assert len(waits) == 1
+    assert 0.04 <= waits[0] < 1.0
