@@ -11,7 +11,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv constraints image lint unit test test-prometheus2 differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-discovery bench-controller clean
+.PHONY: venv constraints image lint unit test test-prometheus2 differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-discovery bench-controller bench-scale clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -107,6 +107,14 @@ bench-discovery: venv cluster-tools
 bench-controller: venv cluster-tools
 	$(BIN)/python -m benchmarks.bench_controller
 	$(BIN)/python -m benchmarks.kube_transport
+
+# The scale run behind docs/benchmarks.md: the controller at 1,000 / 5,000 / 10,000 HPAs of 10
+# pods beside kube-controller-manager's HPA controller, at default and raised client limits;
+# the adapter's discovery of 100,000 and 1,000,000 series and pods/* over 10,000 pods beside
+# prometheus-adapter. `make bench-scale ARGS=--update-docs` rewrites the page.
+bench-scale: venv cluster-tools
+	@hack/build-tools.sh bench >/dev/null
+	$(BIN)/python -m benchmarks.scale $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

@@ -1,0 +1,139 @@
+"""``make bench-scale``: promhpa at 10,000 HPAs and a million series, beside the incumbents.
+
+    python -m benchmarks.scale [--sizes 1000,5000,10000] [--series 100000,1000000] [--update-docs]
+
+One command for docs/benchmarks.md: the controller at 1,000 / 5,000 / 10,000 HPAs of 10 pods
+each beside kube-controller-manager v1.37.2's HPA controller (``scale_controller``), and the
+adapter's discovery at 100,000 and 1,000,000 series and ``pods/*`` over 10,000 pods beside
+prometheus-adapter v0.12.0 (``scale_adapter``). Everything runs on this machine, on loopback,
+each phase bounded in time; the tables are printed and, with ``--update-docs``, written into
+docs/benchmarks.md with the machine, the versions and the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import localcluster
+from benchmarks.doc_tables import invocation, update_section
+from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
+from localcluster.promhpa import register_and_start_adapter, stop_adapter
+from localcluster.tools import ROOT, wait_until
+
+from . import scale_controller
+from .bench_controller import LIMITS
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+
+
+def controller_part(a: argparse.Namespace, work: Path) -> list[str]:
+    cluster = localcluster.Cluster(work / "cluster")
+    exporter = Exporter()
+    prometheus = adapter = None
+    try:
+        cluster.up()
+        prometheus = PrometheusProcess(str(prometheus_path()), work, exporter.port)
+        prometheus.start()
+        exporter.set(f'{scale_controller.METRIC}{{namespace="seed",queue="seed"}}', 0)
+        wait_until(lambda: prometheus.query(scale_controller.METRIC) != [], timeout=60, what="scrape")
+        # every HPA asks the same value: answered from the adapter's cache (10 s)
+        adapter = register_and_start_adapter(
+            cluster, prometheus, work, scale_controller.RULES, "--query-cache-ttl=10s"
+        )
+        return scale_controller.run(cluster, exporter, work, a)
+    finally:
+        if adapter is not None:
+            stop_adapter(adapter)
+        if prometheus is not None:
+            prometheus.stop()
+        exporter.close()
+        cluster.down(quiet=True)
+
+
+def adapter_part(a: argparse.Namespace, work: Path) -> tuple[list[str], list[str]]:
+    from . import scale_adapter
+
+    cluster = localcluster.Cluster(work / "cluster-adapter")
+    discovery = [scale_adapter.DISCOVERY_HEADER, scale_adapter.DISCOVERY_ALIGN]
+    pods = [scale_adapter.PODS_HEADER, scale_adapter.PODS_ALIGN]
+    try:
+        cluster.up()
+        for series in (int(x) for x in a.series.split(",")):
+            discovery += scale_adapter.discovery_rows(cluster, work, series)
+        pods += scale_adapter.pods_rows(cluster, work, a.pods_star, a.requests, a.concurrency)
+    finally:
+        cluster.down(quiet=True)
+    return discovery, pods
+
+
+def machine() -> list[str]:
+    """What the figures were measured on: cores, memory, the versions of everything."""
+    import os
+    import platform
+
+    from localcluster.tools import K8S_VERSION
+
+    mem = next(
+        (int(line.split()[1]) // 1024 // 1024 for line in Path("/proc/meminfo").read_text().splitlines()
+         if line.startswith("MemTotal:")), 0)  # fmt: skip
+    versions = dict(
+        line.split("=", 1) for line in (ROOT / "hack" / "versions.env").read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    )  # fmt: skip
+    return [
+        f"- machine: {os.cpu_count()} cores, {mem} GiB, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}",
+        f"- Kubernetes {K8S_VERSION} (kube-apiserver, kube-controller-manager), etcd "
+        f"{versions.get('ETCD_VERSION', '?')}, kwok {versions.get('KWOK_VERSION', '?')}, Prometheus "
+        f"{versions.get('PROMETHEUS_VERSION', '?')}, prometheus-adapter "
+        f"{versions.get('PROMETHEUS_ADAPTER_VERSION', '?')}",
+    ]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,5000,10000", help="numbers of HPAs, comma-separated")
+    ap.add_argument("--pods", type=int, default=10, help="pods per workload")
+    ap.add_argument("--sync-period", type=int, default=15)
+    ap.add_argument("--periods", type=int, default=2, help="sync periods in each measuring window")
+    ap.add_argument("--limits", default="default,raised", help="client limits: " + ", ".join(LIMITS))
+    ap.add_argument(
+        "--parts", default="controller,adapter", help="controller, adapter or both (comma-separated)"
+    )
+    ap.add_argument("--series", default="100000,1000000", help="series counts for discovery, comma-separated")
+    ap.add_argument("--pods-star", type=int, default=10_000, help="pods behind one pods/* request")
+    ap.add_argument("--requests", type=int, default=300, help="pods/* requests per adapter")
+    ap.add_argument("--concurrency", type=int, default=8, help="pods/* requests in flight")
+    ap.add_argument("--update-docs", action="store_true", help="write the tables into docs/benchmarks.md")
+    a = ap.parse_args()
+    a.limits = [k.strip() for k in a.limits.split(",") if k.strip()]
+    if not a.limits or any(k not in LIMITS for k in a.limits):
+        ap.error(f"--limits: expected some of {', '.join(LIMITS)}")
+    parts = {p.strip() for p in a.parts.split(",")}
+    work = Path(tempfile.mkdtemp(prefix="promhpa-bench-scale-"))
+    began = time.monotonic()
+    if "controller" in parts:
+        rows = [scale_controller.HEADER, scale_controller.ALIGN, *controller_part(a, work)]
+        print("\n".join(rows), flush=True)
+        if a.update_docs:
+            update_section(DOCS, "bench-scale-controller", invocation(), rows)
+    if "adapter" in parts:
+        discovery, pods = adapter_part(a, work)
+        print("\n".join(discovery), flush=True)
+        print("\n".join(pods), flush=True)
+        if a.update_docs:
+            update_section(DOCS, "bench-scale-discovery", invocation(), discovery)
+            update_section(DOCS, "bench-scale-pods", invocation(), pods)
+    took = f"- the whole run took {(time.monotonic() - began) / 60:.0f} minutes"
+    print(took)
+    if a.update_docs:
+        update_section(DOCS, "bench-scale-machine", invocation(), [*machine(), took])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
