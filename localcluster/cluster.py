@@ -460,7 +460,8 @@ class Cluster:
                 f"--config={self._write_port_forward()}",
                 "--node-ip=127.0.0.1",
                 "--cidr=10.244.0.0/16",
-                *[f"--config={s}" for s in b.kwok_stages],
+                f"--config={self._write_node_stage()}",
+                *[f"--config={s}" for s in b.kwok_stages if not s.endswith("node-initialize.yaml")],
             ],
         )
         for node in FAKE_NODES:
@@ -520,6 +521,58 @@ class Cluster:
             )
         ]
         return len(ready) >= len(FAKE_NODES)
+
+    def _write_node_stage(self) -> Path:
+        """Our own stage for a node that is not Ready: Ready again, at 127.0.0.1 with kwok's
+        server as its kubelet. kwok's stock one writes only the addresses a node lacks, and
+        with no Hostname to add it wrote an empty list over the InternalIP whenever a node
+        came back from NotReady (after an API server restart): the API server then found no
+        address to port-forward to."""
+        path = self.dir / "kwok-node-initialize.yaml"
+        template = "\n".join([
+            "{{ $now := Now }}",
+            "conditions:",
+            "{{ range NodeConditions }}",
+            "- lastHeartbeatTime: {{ $now | Quote }}",
+            "  lastTransitionTime: {{ $now | Quote }}",
+            "  message: {{ .message | Quote }}",
+            "  reason: {{ .reason | Quote }}",
+            "  status: {{ .status | Quote }}",
+            "  type: {{ .type | Quote }}",
+            "{{ end }}",
+            "addresses:",
+            "- address: {{ NodeIP | Quote }}",
+            "  type: InternalIP",
+            "daemonEndpoints:",
+            "  kubeletEndpoint:",
+            "    Port: {{ NodePort }}",
+            "allocatable:",
+            "{{ YAML .status.allocatable 1 }}",
+            "capacity:",
+            "{{ YAML .status.capacity 1 }}",
+            "nodeInfo:",
+            "  architecture: amd64",
+            "  operatingSystem: linux",
+            '  kubeletVersion: {{ printf "kwok-%s" Version }}',
+            '  kubeProxyVersion: {{ printf "kwok-%s" Version }}',
+            '  containerRuntimeVersion: {{ printf "kwok-%s" Version }}',
+            '  kernelVersion: {{ printf "kwok-%s" Version }}',
+            "phase: Running",
+        ])  # fmt: skip
+        stage = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "Stage",
+            "metadata": {"name": "node-initialize"},
+            "spec": {
+                "resourceRef": {"apiGroup": "v1", "kind": "Node"},
+                "selector": {"matchExpressions": [{
+                    "key": '.status.conditions.[] | select( .type == "Ready" ) | .status',
+                    "operator": "NotIn", "values": ["True"]}]},
+                "next": {"statusTemplate": template},
+            },
+        }  # fmt: skip
+        path.write_text(json.dumps(stage))
+        return path
 
     def _write_port_forward(self) -> Path:
         """kwok's kubelet server answers the API server's port-forward to any pod's

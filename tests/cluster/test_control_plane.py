@@ -27,6 +27,29 @@ def test_fake_nodes_are_ready(cluster: Cluster) -> None:
     assert {n["metadata"]["name"] for n in nodes} >= {"kwok-node-0", "kwok-node-1", "kwok-node-2"}
 
 
+def test_a_node_back_from_not_ready_keeps_its_address_for_the_api_servers_kubelet_calls(
+    cluster: Cluster,
+) -> None:
+    """As after an API server restart: kwok makes it Ready again, still at 127.0.0.1 (the
+    API server reaches kwok's kubelet server there: logs, port-forward)."""
+    node = json.loads(cluster.kubectl("get", "node", "kwok-node-2", "-o", "json").stdout)
+    for c in node["status"]["conditions"]:
+        if c["type"] == "Ready":
+            c["status"], c["reason"] = "Unknown", "NodeStatusUnknown"
+    cluster.kubectl("replace", "--subresource=status", "-f", "-", input=json.dumps(node))
+
+    def status() -> dict[str, object]:
+        return dict(json.loads(cluster.kubectl("get", "node", "kwok-node-2", "-o", "json").stdout)["status"])
+
+    def ready() -> bool:
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in status()["conditions"])  # type: ignore[attr-defined]
+
+    wait_for(ready, timeout=30, what="kwok to make the node Ready again")
+    after = status()
+    assert after["addresses"] == [{"address": "127.0.0.1", "type": "InternalIP"}]
+    assert after["daemonEndpoints"] == {"kubeletEndpoint": {"Port": cluster.ports["kwok"]}}
+
+
 def test_deployment_pods_are_scheduled_and_become_running_and_ready(cluster: Cluster) -> None:
     cluster.kubectl("create", "namespace", "cp-test")
     cluster.kubectl(
