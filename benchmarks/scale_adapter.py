@@ -71,6 +71,7 @@ def discovery_rows(cluster: localcluster.Cluster, work: Path, series: int, metri
         wait_until(lambda: discovery.scraped(prom) >= total, timeout=600, what=f"{total} series scraped")
         exporter.lines.clear()  # Prometheus idle from here; the series stay in its head block
         time.sleep(3)
+        (work / f"d{series}").mkdir(parents=True, exist_ok=True)
         cmds = commands(
             cluster, prom, work / f"d{series}", discovery.RULES,
             both=[f"--metrics-relist-interval={discovery.RELIST:g}s", "--metrics-max-age=30m"], raised=True,
@@ -139,6 +140,7 @@ def pods_rows(
 
         path = Workload(f"pods/* {n} pods", url, promql, n)
         identity = aggregator_identity(cluster)
+        (work / "pods").mkdir(parents=True, exist_ok=True)
         for name, argv, port in commands(cluster, prom, work / "pods", PODS_RULES, raised=True):
             if name == "prometheus-adapter":
                 continue  # the raised run stands for it (see the module docstring)
