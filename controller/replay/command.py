@@ -305,15 +305,19 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
         if "B" in variants:
             print("variant B: " + (a.spec_b or ", ".join(a.set)))
         print(table(summaries))
-    if a.plot:
-        from .plot import PlotUnavailableError, plot
+    return _picture(a.plot, results, f"replay of {hpa['metadata'].get('name')}") if a.plot else 0
 
-        try:
-            plot(results, a.plot, f"replay of {hpa['metadata'].get('name')}")
-        except PlotUnavailableError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        print(f"picture: {a.plot}", file=sys.stderr)
+
+def _picture(path: Path, runs: dict[str, list[Outcome]], title: str) -> int:
+    """Draw ``runs`` into ``path``: 0, or 1 with the reason when the picture cannot be drawn."""
+    from .plot import PlotUnavailableError, plot
+
+    try:
+        plot(runs, path, title)
+    except PlotUnavailableError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"picture: {path}", file=sys.stderr)
     return 0
 
 
@@ -345,21 +349,15 @@ def _tune(
     if t.best.above > t.bound:
         print(f"no spec within {t.bound:g} minutes above today's target: the one shown comes closest",
               file=sys.stderr)  # fmt: skip
-    if a.plot:
-        from .plot import PlotUnavailableError, plot
-
-        runs = {
-            "current": replay(hpa, steps, settings, startup, requests, a.initial_replicas),
-            "recommended": replay({**hpa, "spec": t.best.spec}, steps, settings, startup, requests,
-                                  a.initial_replicas),
-        }  # fmt: skip
-        try:
-            plot(runs, a.plot, f"tuning {meta.get('name')}")
-        except PlotUnavailableError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        print(f"picture: {a.plot}", file=sys.stderr)
-    return 0
+    if not a.plot:
+        return 0
+    runs = {
+        "current": replay(hpa, steps, settings, startup, requests, a.initial_replicas),
+        "recommended": replay(
+            {**hpa, "spec": t.best.spec}, steps, settings, startup, requests, a.initial_replicas
+        ),
+    }
+    return _picture(a.plot, runs, f"tuning {meta.get('name')}")
 
 
 def _check(
