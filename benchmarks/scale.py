@@ -44,7 +44,11 @@ def controller_part(a: argparse.Namespace, work: Path) -> list[str]:
         adapter = register_and_start_adapter(
             cluster, prometheus, work, scale_controller.RULES, "--query-cache-ttl=10s"
         )
-        return scale_controller.run(cluster, exporter, work, a)
+        others = {
+            "adapter": adapter.proc.pid,
+            "prometheus (metrics)": prometheus.proc.pid if prometheus.proc else 0,
+        }
+        return scale_controller.run(cluster, exporter, work, a, others)
     finally:
         if adapter is not None:
             stop_adapter(adapter)

@@ -77,14 +77,20 @@ externalRules:
   metricsQuery: 'sum(<<.Series>>{{<<.LabelMatchers>>}})'
 """
 HEADER = (
-    "| HPAs | pods | client limits | setup s | controller | reconciles/s | lag p50 s | lag p99 s "
-    "| CPU ms/reconcile | peak RSS MiB | API req/s |"
+    "| HPAs | pods | client limits | setup s | controller | reconciles/s | lag mean s | lag p50 s "
+    "| lag p99 s | CPU ms/reconcile | peak RSS MiB | API req/s |"
 )
-ALIGN = "|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|"
+ALIGN = "|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
 _QUEUE = re.compile(
     r"^workqueue_queue_duration_seconds_bucket"
     r'\{(?=[^}]*name="horizontalpodautoscaler")[^}]*le="([^"]+)"[^}]*\} (\S+)$',
     re.M,
+)
+_QUEUE_SUM = re.compile(
+    r'^workqueue_queue_duration_seconds_sum\{name="horizontalpodautoscaler"\} (\S+)$', re.M
+)
+_QUEUE_COUNT = re.compile(
+    r'^workqueue_queue_duration_seconds_count\{name="horizontalpodautoscaler"\} (\S+)$', re.M
 )
 _LAG = re.compile(r'^promhpa_controller_sync_lag_seconds_bucket\{le="([^"]+)"\} (\S+)$', re.M)
 _REQUESTS = re.compile(r"^apiserver_request_total\{[^}]*\} (\S+)$", re.M)
@@ -93,6 +99,7 @@ _REQUESTS = re.compile(r"^apiserver_request_total\{[^}]*\} (\S+)$", re.M)
 @dataclass
 class Result:
     rate: float
+    lag_mean: float
     lag_p50: float
     lag_p99: float
     fine_p99: float | None  # promhpa's finer histogram
@@ -118,6 +125,15 @@ def bucket_quantile(q: float, before: list[tuple[float, float]], after: list[tup
         if total and count >= q * total:
             return le
     return float("nan")
+
+
+def _sum(pattern: re.Pattern[str], text: str) -> float:
+    return sum(float(v) for v in pattern.findall(text))
+
+
+def lag(seconds: float) -> str:
+    """A bucket bound as the table shows it: above the last finite bucket (10 s) is "> 10"."""
+    return "> 10" if seconds == float("inf") else f"{seconds:g}"
 
 
 def api_requests(cluster: localcluster.Cluster) -> float:
@@ -181,16 +197,44 @@ async def create(
 
 
 def running_pods(cluster: localcluster.Cluster) -> int:
-    out = cluster.kubectl(
-        "-n", NS, "get", "pods", "--field-selector=status.phase=Running", "-o", "name", "--chunk-size=5000",
-        timeout=600,
-    )  # fmt: skip
-    return len(out.stdout.split())
+    """Running pods in the namespace, counted from a metadata-only list (kubectl's full list of
+    100,000 pods took gigabytes and a core)."""
+    return asyncio.run(_count_running(cluster))
+
+
+async def _count_running(cluster: localcluster.Cluster) -> int:
+    from shared.kube.client import Kube, load
+
+    kube = Kube(load(str(cluster.kubeconfig))).on_loop()
+    count, token = 0, ""
+    try:
+        while True:
+            query = [("fieldSelector", "status.phase=Running"), ("limit", "5000")]
+            query += [("continue", token)] if token else []
+            page = await kube.get(f"/api/v1/namespaces/{NS}/pods", query, timeout=120)
+            count += len(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                return count
+    finally:
+        await kube.aclose()
+
+
+def process_cpu(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each named process (gone ones: 0)."""
+    out = {}
+    for name, pid in pids.items():
+        try:
+            out[name] = sum(cpu_seconds(pid))
+        except OSError:
+            out[name] = 0.0
+    return out
 
 
 def measure(
-    cluster: localcluster.Cluster, proc: Any, url: str, n: int, sync: int, periods: int, baseline_rps: float
-) -> Result:
+    cluster: localcluster.Cluster, proc: Any, url: str, n: int, sync: int, periods: int, baseline_rps: float,
+    others: dict[str, int] | None = None,
+) -> Result:  # fmt: skip
     # measured after the first full round, or after two sync periods if the client limit
     # keeps it from finishing one sooner (at 20 qps, 10,000 HPAs take about 1,000 s a round:
     # then the window shows that backlog as lag)
@@ -199,8 +243,16 @@ def measure(
     warm = time.monotonic() + 2 * sync
     wait_until(lambda: histogram(scrape(url))[0] >= n or time.monotonic() > warm, timeout=4 * sync + 60,
                what=f"the first full round of {n}")  # fmt: skip
+    pids = {**cluster.pids, **(others or {}), "measured controller": proc.pid}
+    spent0 = process_cpu(pids)
     before, cpu0, req0, t0 = scrape(url), cpu_seconds(proc.pid), api_requests(cluster), time.monotonic()
     time.sleep(sync * periods)
+    spent1, window = process_cpu(pids), time.monotonic() - t0
+    shares = sorted(((spent1[k] - spent0[k]) / window, k) for k in pids)
+    print(
+        "  cores in use during the window: " + ", ".join(f"{k} {c:.2f}" for c, k in reversed(shares)),
+        flush=True,
+    )
     after, cpu1, req1, elapsed = (
         scrape(url),
         cpu_seconds(proc.pid),
@@ -209,8 +261,11 @@ def measure(
     )
     count = histogram(after)[0] - histogram(before)[0]
     fine = buckets(_LAG, after)
+    lag_sum = _sum(_QUEUE_SUM, after) - _sum(_QUEUE_SUM, before)
+    lag_count = _sum(_QUEUE_COUNT, after) - _sum(_QUEUE_COUNT, before)
     return Result(
         count / elapsed,
+        lag_sum / lag_count if lag_count else float("nan"),
         bucket_quantile(0.5, buckets(_QUEUE, before), buckets(_QUEUE, after)),
         bucket_quantile(0.99, buckets(_QUEUE, before), buckets(_QUEUE, after)),
         bucket_quantile(0.99, buckets(_LAG, before), fine) if fine else None,
@@ -228,12 +283,21 @@ def baseline(cluster: localcluster.Cluster, seconds: float) -> float:
 
 
 def row(n: int, pods: int, label: str, setup: float, who: str, r: Result) -> str:
-    fine = f" ({r.fine_p99:g})" if r.fine_p99 is not None else ""
-    return (f"| {n} | {n * pods} | {label} | {setup:.0f} | {who} | {r.rate:.1f} | {r.lag_p50:g} | "
-            f"{r.lag_p99:g}{fine} | {r.cpu_ms:.2f} | {r.rss_mib:.0f} | {r.api_rps:.1f} |")  # fmt: skip
+    fine = f" ({lag(r.fine_p99)})" if r.fine_p99 is not None else ""
+    head = f"| {n} | {n * pods} | {label} | {setup:.0f} | {who} | {r.rate:.1f} | {r.lag_mean:.2f} | "
+    return (
+        head
+        + f"{lag(r.lag_p50)} | {lag(r.lag_p99)}{fine} | {r.cpu_ms:.2f} | {r.rss_mib:.0f} | {r.api_rps:.1f} |"
+    )
 
 
-def run(cluster: localcluster.Cluster, exporter: Exporter, work: Path, a: argparse.Namespace) -> list[str]:
+def run(
+    cluster: localcluster.Cluster,
+    exporter: Exporter,
+    work: Path,
+    a: argparse.Namespace,
+    others: dict[str, int],
+) -> list[str]:
     """Every size and client limit; the table's rows, the ratio lines after each pair."""
     cluster.kubectl("apply", "-f", "-", input=json.dumps(CRD))
     wait_until(lambda: cluster.kubectl("get", "--raw", f"/apis/{GROUP}/v1", check=False).returncode == 0,
@@ -257,13 +321,17 @@ def run(cluster: localcluster.Cluster, exporter: Exporter, work: Path, a: argpar
                 "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics", *flags,
             )  # fmt: skip
             try:
-                mine = measure(cluster, ours, f"https://127.0.0.1:{port}", n, a.sync_period, a.periods, base)
+                mine = measure(
+                    cluster, ours, f"https://127.0.0.1:{port}", n, a.sync_period, a.periods, base, others
+                )
             finally:
                 stop_process(ours)
             port = free_port()
             kcm = start_kcm(cluster, work / f"kcm-{n}-{key}.log", port, a.sync_period, flags)
             try:
-                theirs = measure(cluster, kcm, f"https://127.0.0.1:{port}", n, a.sync_period, a.periods, base)
+                theirs = measure(
+                    cluster, kcm, f"https://127.0.0.1:{port}", n, a.sync_period, a.periods, base, others
+                )
             finally:
                 stop_process(kcm)
             pair = [

@@ -30,8 +30,10 @@ T = TypeVar("T")
 
 
 class ParseMemo:
-    def __init__(self, limit: int = 100_000) -> None:
-        self.limit = limit  # bounds what deleted pods and HPAs leave behind
+    def __init__(self, limit: int = 1_000_000) -> None:
+        # bounds what deleted pods and HPAs leave behind; above the pods a cluster holds (a
+        # limit at 100,000 emptied the memo at every turn with 100,000 pods)
+        self.limit = limit
         self._pods: dict[Key, tuple[Any, Pod]] = {}
         self._settings: tuple[Any, Settings] | None = None
         # per HPA: the last history document, the History it stands for, and its entries

@@ -71,7 +71,7 @@ class ControllerMetrics:
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested",
             ["name"],
-            buckets=tuple(10.0**k for k in range(-8, 4)),
+            buckets=tuple(10.0**k for k in range(-8, 2)),  # 10 ns .. 10 s, as client-go's
             registry=r,
         )
         self.sync_lag = Histogram(
