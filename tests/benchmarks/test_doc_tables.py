@@ -7,13 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_controller, side_by_side
+from benchmarks import bench_controller, scale_adapter, scale_controller, side_by_side
 from benchmarks.doc_tables import SectionError, markers, render, section, update_section
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = [
     ("docs/adapter.md", "bench-adapter", "benchmarks.side_by_side", side_by_side.HEADER),
     ("docs/controller.md", "bench-controller", "benchmarks.bench_controller", bench_controller.HEADER),
+    ("docs/benchmarks.md", "bench-scale-controller", "benchmarks.scale", scale_controller.HEADER),
+    ("docs/benchmarks.md", "bench-scale-discovery", "benchmarks.scale", scale_adapter.DISCOVERY_HEADER),
+    ("docs/benchmarks.md", "bench-scale-pods", "benchmarks.scale", scale_adapter.PODS_HEADER),
 ]
 
 
