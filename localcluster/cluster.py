@@ -528,7 +528,11 @@ class Cluster:
         started in minutes, not a quarter of an hour."""
         path = self.dir / "kwok-options.yaml"
         options = {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration",
-                   "options": {"podPlayStageParallelism": 16, "nodePlayStageParallelism": 4}}  # fmt: skip
+                   # a configuration given replaces kwok's defaults: the debugging handlers
+                   # (logs, port-forward) are on again here, as they are without one
+                   "options": {"podPlayStageParallelism": 16, "nodePlayStageParallelism": 4,
+                               "enableDebuggingHandlers": True, "enableProfilingHandler": False,
+                               "enablePodsOnNodeSyncListPager": True}}  # fmt: skip
         path.write_text(json.dumps(options))
         return path
 
