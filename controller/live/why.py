@@ -11,7 +11,6 @@ changes are computed from the summaries, so both are exact.
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections import deque
 from dataclasses import dataclass, field
@@ -146,7 +145,7 @@ class WhyLog:
         log = self.entries.setdefault(key, deque(maxlen=self.size))
         if log:
             last = log[-1]
-            if last.mode == mode and last.summary == summary and _same_owner(last.owner, owner):
+            if last.mode == mode and last.summary == summary and last.owner == owner:
                 last.last, last.count = snap.now, last.count + 1
                 return last
         entry = Entry(snap.now, snap.now, mode, summary, zlib.compress(explain(snap, d).encode(), 1), owner)
@@ -154,7 +153,7 @@ class WhyLog:
             entry.changes = changes(log[-1].summary, summary)
             if log[-1].mode != mode:
                 entry.changes.insert(0, f"mode {log[-1].mode} -> {mode}")
-            if not _same_owner(log[-1].owner, owner) and owner is not None:
+            if owner is not None and log[-1].owner != owner:
                 entry.changes.append("the owner's status changed")
         log.append(entry)
         return entry
@@ -168,9 +167,3 @@ class WhyLog:
             return None
         items = list(log)[-last:] if last else list(log)
         return {"namespace": key[0], "name": key[1], "items": [e.to_wire() for e in items]}
-
-
-def _same_owner(a: Owner | None, b: Owner | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return json.dumps(a.to_wire(), sort_keys=True) == json.dumps(b.to_wire(), sort_keys=True)
