@@ -83,11 +83,11 @@ def explain(snap: Snapshot, d: Decision) -> str:
         out.append("Metrics")
         for i, o in enumerate(d.metrics.outcomes, 1):
             out.extend(_metric_lines(i, o))
-        if d.metrics.replicas >= 0:
+        if not d.metrics.failed:
             out.append(f"  largest proposal: {d.metrics.replicas} ({d.metrics.metric_name})")
         if d.metrics.invalid_error:
             out.append(f"  {d.metrics.invalid_error}")
-            if d.metrics.replicas < 0:
+            if d.metrics.failed:
                 out.append("  a broken metric never lets the HPA scale down: nothing changes this round")
     if d.normalized is not None:
         n = d.normalized

@@ -64,12 +64,12 @@ def limiting_step(d: Decision) -> str:
         if "below Spec.MinReplicas" in reason:
             return "min"
         return "disabled" if d.normalized is None else "none"
-    if d.metrics.replicas < 0 or d.normalized is None:
+    if d.metrics.failed or d.normalized is None:
         return "metrics-failed"
     n = d.normalized
     if n.limited and n.limit_reason in _CLAMPS:
         return _CLAMPS[n.limit_reason]
-    if n.stabilized != d.metrics.replicas:
+    if n.stabilized != max(d.metrics.replicas, 0):
         return "stabilization"
     largest = [o for o in d.metrics.outcomes if o.ok and o.replicas == d.metrics.replicas]
     kept = any(o.calc is not None and o.calc.kept == "tolerance" for o in largest)

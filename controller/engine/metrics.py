@@ -48,12 +48,15 @@ class MetricOutcome:
 @dataclass
 class MetricsResult:
     outcomes: list[MetricOutcome]
-    replicas: int  # -1: no scaling this round
+    replicas: int  # the largest proposal; a negative External total can make it negative
     metric_name: str
     statuses: list[JSON]
     events: list[Event]
     invalid_error: str | None
     condition: tuple[bool, str, str]  # ScalingActive (status, reason, message)
+    # no scaling this round: a flag of its own, since -1 is a proposal upstream can make
+    # (ceil of a negative External AverageValue total before 1.34) and then scales to min
+    failed: bool = False
 
 
 def _milli(v: int) -> str:
@@ -397,7 +400,14 @@ def compute_all(snap: Snapshot, ctx: PodContext, spec_replicas: int, status_repl
     if invalid and (len(invalid) >= len(outcomes) or replicas < spec_replicas):
         first = invalid[0]
         return MetricsResult(
-            outcomes, -1, "", statuses, events, invalid_error, (False, first.reason, first.condition_message)
+            outcomes,
+            -1,
+            "",
+            statuses,
+            events,
+            invalid_error,
+            (False, first.reason, first.condition_message),
+            failed=True,
         )
     return MetricsResult(
         outcomes,

@@ -298,7 +298,7 @@ def _compute_metrics(r: _Round, scale: Scale, plan: _Plan) -> Decision | None:
     elif get_condition(r.conditions, fb.CONDITION) is not None:
         remove_condition(r.conditions, fb.CONDITION)  # its annotation is gone
     plan.metrics, plan.statuses = result, result.statuses
-    if result.replicas == -1:
+    if result.failed:
         failed = [o for o in result.outcomes if not o.ok]
         kind = SPEC_ERROR if all(o.error_kind == SPEC_ERROR for o in failed) else INTERNAL_ERROR
         return r.metrics_failed(
@@ -339,7 +339,7 @@ def _fallback(r: _Round, spec: fb.FallbackSpec, result: MetricsResult, current: 
     r.notes.append(f"fallback decided: {text}")
     largest = max(ok, default=0)
     name = result.metric_name if ok and largest >= proposal else f"fallback ({spec.policy})"
-    return replace(result, replicas=max(largest, proposal), metric_name=name)
+    return replace(result, replicas=max(largest, proposal), metric_name=name, failed=False)
 
 
 def _normalize(r: _Round, plan: _Plan) -> None:

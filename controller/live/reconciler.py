@@ -371,8 +371,8 @@ class Reconciler:
                 labels = ("proposed", *key, str(p.index), p.metric)
                 self.metrics.proposed.labels(*labels[1:]).set(p.replicas)
                 seen.add(labels)
-        if d.metrics is not None and d.metrics.replicas >= 0:
-            self.metrics.recommended.labels(*key).set(d.metrics.replicas)
+        if d.metrics is not None and not d.metrics.failed:
+            self.metrics.recommended.labels(*key).set(max(d.metrics.replicas, 0))
             seen.add(("recommended", *key))
         step = ("limiting", *key, limiting_step(d))
         self.metrics.limiting.labels(*step[1:]).set(1)

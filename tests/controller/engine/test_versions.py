@@ -195,3 +195,26 @@ def test_a_container_a_pod_lacks_is_an_error_from_1_35_and_a_zero_request_before
     new, old = container_missing(35), container_missing(34)
     assert any("container sidecar not found in Pod web-1" in e.message for e in new.events)
     assert not any(e.type == "Warning" for e in old.events)
+
+
+def negative_external_total(minor: int) -> Any:
+    metric = external_metric("queue_depth", average="1")
+    snap = snapshot(current=4, metrics=[metric], external=[("queue_depth", "-1260m")])
+    return decide(parse_snapshot(as_release(snap, minor)))
+
+
+def test_a_negative_external_total_proposes_below_zero_in_1_33_and_scales_to_min() -> None:
+    # 1.33 divides the total as it is: ceil(-1.26 / 1) = -1, a proposal like any other,
+    # which the controller's max with 0 turns into "All metrics below target"
+    d = negative_external_total(33)
+    assert (d.desired_replicas, d.rescale) == (1, True)
+    assert [(e.type, e.reason, e.message) for e in d.events] == [
+        ("Normal", "SuccessfulRescale", "New size: 1; reason: All metrics below target")
+    ]
+
+
+def test_from_1_34_a_negative_external_total_is_taken_for_an_overflow() -> None:
+    # MaxInt32 proposed, then held to the default scale-up rate: max(2 x 4, 4 + 4) = 8
+    d = negative_external_total(34)
+    assert (d.desired_replicas, d.rescale) == (8, True)
+    assert d.events[0].message.startswith("New size: 8; reason: external metric queue_depth(")
