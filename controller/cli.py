@@ -295,7 +295,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
                     raise KubeError(0, f"could not list {informer.path} within 30s: {informer.error}")
             server = kube.get_sync("/version").get("gitVersion")
             observer = Observer(kube, RESTMapper(kube), hpas, pods, _settings(args, server))
-            history = _live_history(args, namespace, name) if args.controller_url else None
+            wanted = args.controller_url or args.from_leader
+            history = _live_history(args, namespace, name) if wanted else None
             snap = asyncio.run(observer.observe(namespace, name, history)).snapshot
         finally:
             pods.stop()
@@ -312,20 +313,46 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 def _live_history(args: argparse.Namespace, namespace: str, name: str) -> History | None:
     """The running controller's memory of the HPA (its /debug/history endpoint)."""
-    from controller.endpoint_client import get_json
     from controller.engine.parse import parse_history_wire
 
-    url = f"{args.controller_url.rstrip('/')}/debug/history/{namespace}/{name}"
     try:
-        return parse_history_wire(get_json(url, **_endpoint_auth(args)))
+        return parse_history_wire(controller_get(args, f"/debug/history/{namespace}/{name}"))
     except EndpointError as e:
         if e.status == 404:
-            print(
-                f"note: {args.controller_url} has not reconciled {namespace}/{name}: no history",
-                file=sys.stderr,
-            )
+            where = args.controller_url or "the leader"
+            print(f"note: {where} has not reconciled {namespace}/{name}: no history", file=sys.stderr)
             return None
         raise
+
+
+def _controller_source(p: argparse.ArgumentParser, what: str, *, required: bool) -> None:
+    """Where a command reads the running controller: its leader, found through the Lease and
+    reached through the API server (as ``why`` does), or a URL the user already reaches."""
+    from controller.why_command import add_leader_flags
+
+    g = p.add_mutually_exclusive_group(required=required)
+    g.add_argument(
+        "--from-leader",
+        action="store_true",
+        help=f"find the leader through its Lease and reach it through the API server's port-forward: {what}",
+    )
+    g.add_argument(
+        "--controller-url",
+        help="a controller's endpoints you reach yourself (e.g. https://127.0.0.1:10258 after kubectl "
+        "port-forward), read with the kubeconfig's credentials",
+    )
+    add_leader_flags(p)
+
+
+def controller_get(args: argparse.Namespace, path: str) -> Any:
+    """GET ``path`` of the running controller's endpoints, with the kubeconfig's credentials."""
+    from controller.endpoint_client import get_json
+    from controller.why_command import ask_leader, find_leader
+
+    if args.controller_url:
+        return get_json(args.controller_url.rstrip("/") + path, **_endpoint_auth(args))
+    leader = find_leader(args.kubeconfig, args.controller_namespace, args.lease_name)
+    return ask_leader(leader, path, args)
 
 
 def _endpoint_auth(args: argparse.Namespace) -> dict[str, Any]:
@@ -514,11 +541,11 @@ def build_parser(prog: str = "promhpa-controller") -> argparse.ArgumentParser:
         "snapshot (docs/snapshot.md) that `decide` decides offline.",
     )
     s.add_argument("hpa", metavar="NAMESPACE/NAME")
-    s.add_argument(
-        "--controller-url",
-        help="the running controller's endpoints (e.g. https://127.0.0.1:10258), read with the "
-        "kubeconfig's credentials: its memory of the HPA (recommendations, scale events) goes into "
-        "the snapshot, so decide reproduces the live decision exactly",
+    _controller_source(
+        s,
+        "the running leader's memory of the HPA (recommendations, scale events) goes into the snapshot, "
+        "so decide reproduces the live decision exactly",
+        required=False,
     )
     s.add_argument(
         "-o", "--output", choices=("yaml", "json"), default="yaml", help="yaml (the default) or json"
@@ -532,12 +559,7 @@ def build_parser(prog: str = "promhpa-controller") -> argparse.ArgumentParser:
         description="Read a shadow-mode (--dry-run) controller's /debug/shadow and show, per HPA, its "
         "decision beside the owner's; exit 1 when any differ.",
     )
-    c.add_argument(
-        "--controller-url",
-        required=True,
-        help="the dry-run controller's endpoints (e.g. https://127.0.0.1:10258), read with the "
-        "kubeconfig's credentials (get on /debug/*)",
-    )
+    _controller_source(c, "its /debug/shadow is read (get on /debug/* as a non-resource URL)", required=True)
     c.add_argument(
         "--kubeconfig", help="whose credentials to send (default: in-cluster, then ~/.kube/config)"
     )
@@ -569,17 +591,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     running is shown as "settling" (the two controllers sync at different moments while the
     metrics move); one still there at the third is a difference and makes the exit code 1.
     """
-    from controller.endpoint_client import get_json
-
-    url = f"{args.controller_url.rstrip('/')}/debug/shadow"
+    path = "/debug/shadow"
     if args.hpa:
         namespace, _, name = args.hpa.partition("/")
         if not name:
             print("error: give the HPA as NAMESPACE/NAME", file=sys.stderr)
             return 2
-        url += f"/{namespace}/{name}"
+        path += f"/{namespace}/{name}"
     try:
-        data = get_json(url, **_endpoint_auth(args))
+        data = controller_get(args, path)
     except (EndpointError, KubeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -51,30 +51,35 @@ def add_parser(sub: Any, endpoint_flags: Callable[[argparse.ArgumentParser], Non
     )
     w.add_argument("-o", "--output", choices=("text", "json"), default="text", help="text (default) or json")
     w.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, then ~/.kube/config)")
-    w.add_argument(
-        "--controller-namespace",
-        default="promhpa",
-        help="namespace of the controller and its leader-election Lease (default promhpa)",
-    )
-    w.add_argument(
-        "--lease-name",
-        default="promhpa-controller",
-        help="name of the leader-election Lease (the chart's: the controller's full name; default "
-        "promhpa-controller)",
-    )
-    w.add_argument(
-        "--via",
-        choices=("port-forward", "pod-ip"),
-        default="port-forward",
-        help="reach the leader through the API server's port-forward (default; works from outside the "
-        "cluster) or at its pod IP (from inside the cluster)",
-    )
+    add_leader_flags(w)
     w.add_argument(
         "--controller-url",
         help="ask this controller instead of finding the leader (e.g. https://127.0.0.1:10258)",
     )
     endpoint_flags(w)
     w.set_defaults(func=cmd_why)
+
+
+def add_leader_flags(p: argparse.ArgumentParser) -> None:
+    """How the leader is found (its Lease) and reached; shared by ``why`` and ``snapshot``."""
+    p.add_argument(
+        "--controller-namespace",
+        default="promhpa",
+        help="namespace of the controller and its leader-election Lease (default promhpa)",
+    )
+    p.add_argument(
+        "--lease-name",
+        default="promhpa-controller",
+        help="name of the leader-election Lease (the chart's: the controller's full name; default "
+        "promhpa-controller)",
+    )
+    p.add_argument(
+        "--via",
+        choices=("port-forward", "pod-ip"),
+        default="port-forward",
+        help="reach the leader through the API server's port-forward (default; works from outside the "
+        "cluster) or at its pod IP (from inside the cluster)",
+    )
 
 
 def _positive(text: str) -> int:

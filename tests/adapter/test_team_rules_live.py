@@ -235,22 +235,44 @@ def test_kubectl_explains_the_spec_and_shows_the_columns(cluster: Cluster, adapt
     assert any(ln.split()[:2] == ["jobs", "jobs_waiting"] and ln.split()[2] == "True" for ln in table[1:])
 
 
+def file_form_rule(name: str, metric: str) -> dict[str, Any]:
+    """The rule file's form as a team writes it: one series, renamed to ``metric``."""
+    return {
+        "apiVersion": "promhpa.io/v1alpha1", "kind": "MetricRule",
+        "metadata": {"name": name, "namespace": A},
+        "spec": {
+            "kind": "External",
+            "seriesQuery": 'jobs_waiting{queue!=""}',
+            "name": {"matches": "^jobs_waiting$", "as": metric},
+            "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)",
+        },
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("form", ["direct", "file"])
 def test_an_hpa_scales_on_a_teams_metric_within_one_sync_period(
-    cluster: Cluster, adapter: AdapterProcess, tmp_path: Path
+    cluster: Cluster, adapter: AdapterProcess, tmp_path: Path, form: str
 ) -> None:
-    apply_items(cluster, [rule("jobs", "jobs_waiting", "sum by (queue) (jobs_waiting)")])
-    wait_until(lambda: values(cluster, A, "jobs_waiting") == [OURS], timeout=10, what="served")
+    metric = f"{form}_jobs"
+    made = (
+        rule(f"{form}-jobs", metric, "sum by (queue) (jobs_waiting)")
+        if form == "direct"
+        else file_form_rule(f"{form}-jobs", metric)
+    )
+    apply_items(cluster, [made])
+    wait_until(lambda: values(cluster, A, metric) == [OURS], timeout=10, what="served")
+    worker = f"worker-{form}"
     cluster.kubectl(
-        "-n", A, "create", "deployment", "worker", "--image=example.invalid/w", "--replicas=1", check=False
+        "-n", A, "create", "deployment", worker, "--image=example.invalid/w", "--replicas=1", check=False
     )
     apply_items(cluster, [{
         "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": "worker", "namespace": A},
+        "metadata": {"name": worker, "namespace": A},
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "worker"},
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": worker},
             "minReplicas": 1, "maxReplicas": 10,
             "metrics": [{"type": "External", "external": {
-                "metric": {"name": "jobs_waiting"},
+                "metric": {"name": metric},
                 "target": {"type": "AverageValue", "averageValue": "2"},
             }}],
         },
@@ -261,7 +283,7 @@ def test_an_hpa_scales_on_a_teams_metric_within_one_sync_period(
     try:
 
         def replicas() -> int:
-            out = cluster.kubectl("-n", A, "get", "deployment", "worker", "-o", "jsonpath={.spec.replicas}")
+            out = cluster.kubectl("-n", A, "get", "deployment", worker, "-o", "jsonpath={.spec.replicas}")
             return int(out.stdout or 0)
 
         wait_until(

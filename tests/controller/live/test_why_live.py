@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from localcluster import ROOT, Cluster
 from localcluster.tools import FORWARDED_POD_PORT
@@ -218,3 +219,26 @@ def test_why_for_an_hpa_the_leader_has_not_reconciled_says_so(cluster: Cluster, 
     out = why(cluster, f"{NS}/absent")
     assert out.returncode == 1
     assert "has not been reconciled by the leader" in out.stderr
+
+
+def test_a_snapshot_from_the_leader_carries_its_memory_and_decides_as_it_did(
+    cluster: Cluster, leader: Path, tmp_path: Path
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "controller", "snapshot", f"{NS}/held", "--from-leader",
+         f"--kubeconfig={cluster.kubeconfig}", f"--controller-namespace={HOME}",
+         "--insecure-skip-tls-verify"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    snap = tmp_path / "held.yaml"
+    snap.write_text(out.stdout)
+    # the leader's recommendations, which hold `held` at 4 inside its 600 s window, came with it
+    recommendations = yaml.safe_load(out.stdout)["history"]["recommendations"]
+    assert {r["replicas"] for r in recommendations} >= {4, 1}
+    decided = subprocess.run(
+        [sys.executable, "-m", "controller", "decide", "-o", "text", str(snap)],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert decided.returncode == 0, decided.stderr
+    assert "ScaleDownStabilized" in decided.stdout
