@@ -104,7 +104,11 @@ def main() -> int:
     ap.add_argument("--pods", type=int, default=10, help="pods per workload")
     ap.add_argument("--sync-period", type=int, default=15)
     ap.add_argument("--periods", type=int, default=2, help="sync periods in each measuring window")
-    ap.add_argument("--limits", default="default,raised", help="client limits: " + ", ".join(LIMITS))
+    ap.add_argument(
+        "--limits",
+        default="default,raised,workers",
+        help="client limits and workers: " + ", ".join(f"{k} ({v[0]})" for k, v in LIMITS.items()),
+    )
     ap.add_argument(
         "--parts", default="controller,adapter", help="controller, adapter or both (comma-separated)"
     )

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from localcluster import Cluster
+from tests.netproxy import Proxy
 from tests.support import (
     AdapterProcess,
     Exporter,
@@ -20,6 +21,7 @@ from tests.support import (
     apply_items,
     external_rules,
     register_and_start_adapter,
+    start_adapter,
     start_controller_process,
     stop_adapter,
     stop_process,
@@ -292,3 +294,32 @@ def test_an_hpa_scales_on_a_teams_metric_within_one_sync_period(
     finally:
         stop_process(controller)
         print((tmp_path / "controller.log").read_text()[-2000:])
+
+
+def test_a_teams_query_past_its_time_limit_is_a_504_naming_the_limit(
+    cluster: Cluster, prometheus: PrometheusProcess, adapter: AdapterProcess, tmp_path: Path
+) -> None:
+    """A team's slow query is cut at --team-rule-query-timeout, well inside the adapter's own
+    Prometheus deadline: one team cannot hold the adapter's requests for long. The slowness is
+    real: a proxy in front of the real Prometheus holds each answer 3 s."""
+    proxy = Proxy(int(prometheus.url.rsplit(":", 1)[1]))
+    slow = start_adapter(
+        tmp_path, f"http://127.0.0.1:{proxy.port}", external_rules("file_queue", by=""),
+        "--team-rules", f"--kubeconfig={cluster.kubeconfig}", "--query-cache-ttl=0s",
+        "--team-rule-query-timeout=1s", "--prometheus-timeout=20s",
+    )  # fmt: skip
+    path = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{A}/slow_jobs"
+    try:
+        apply_items(cluster, [rule("slow", "slow_jobs", "sum(jobs_waiting)")])
+        wait_until(lambda: slow.get(path)[0] == 200, timeout=10, what="served without delay")
+        proxy.delay = 3.0
+        t0 = time.monotonic()
+        code, body = slow.get(path)
+        elapsed = time.monotonic() - t0
+        assert (code, body.get("reason")) == (504, "Timeout"), body
+        assert "--team-rule-query-timeout" in body["message"]
+        assert elapsed < 2.5, f"answered after {elapsed:.2f}s"
+    finally:
+        stop_adapter(slow)
+        proxy.close()
+        cluster.kubectl("-n", A, "delete", "metricrule", "slow", check=False)
