@@ -46,7 +46,10 @@ def go_div(a: int, b: int) -> int:
 
 
 def go_fdiv(a: float, b: float) -> float:
-    """Go's float64 division: x/0 is ±Inf (NaN for 0/0) instead of an exception."""
+    """Go's float64(a) / float64(b): each operand rounded to a float64 first (Python's int / int
+    divides the exact integers, which differs past 2**53), and x/0 is ±Inf (NaN for 0/0)
+    instead of an exception."""
+    a, b = float(a), float(b)
     if b == 0:
         if a == 0 or math.isnan(a):
             return math.nan

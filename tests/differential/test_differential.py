@@ -8,7 +8,7 @@ snapshot with fake clients; ``decide`` decides the same snapshot, marked with th
 status (conditions with messages, current metrics), the events and the memory for the next
 reconcile. ``make test`` runs a share with a fixed seed (PROMHPA_DIFF_SNAPSHOTS per release,
 default 2,000 for the older releases and 5,000 for the newest); ``make differential`` runs
-5,000 at each (PROMHPA_DIFF_SNAPSHOTS, PROMHPA_DIFF_SEED).
+50,000 at each (``make differential SNAPSHOTS=N SEED=S``).
 """
 
 from __future__ import annotations

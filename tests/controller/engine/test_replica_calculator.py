@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from controller.engine import decide, parse_snapshot
+from controller.engine.replica_calculator import go_fdiv
 
 from .builders import cpu_metric, external_metric, pod, pod_metrics, pods_metric, snapshot
 
@@ -188,3 +189,9 @@ def test_zero_cpu_initialization_period_is_honoured_not_defaulted() -> None:
         current=1, pods=pods, metrics=[cpu_metric(50)], pod_metrics_=cpu_usage("1"), controller=controller
     )
     assert d.desired_replicas == 2
+
+
+def test_a_division_rounds_each_operand_to_a_float64_first_as_go_does() -> None:
+    # float64(-9223372036854745727) is -9223372036854746112; divided by 11 that is
+    # -838488366986795136 (Go), where the exact quotient rounds to ...795008
+    assert go_fdiv(-9223372036854745727, 11) == -838488366986795136.0
