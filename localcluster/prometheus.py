@@ -27,11 +27,14 @@ class Exporter:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 body = ("\n".join(f"{k} {v}" for k, v in exporter.lines.items()) + "\n").encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain; version=0.0.4")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # a scrape that timed out on a loaded machine closed first: nothing to say
 
             def log_message(self, *args: Any) -> None:
                 pass
