@@ -31,7 +31,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
 
 def controller_part(a: argparse.Namespace, work: Path) -> list[str]:
-    cluster = localcluster.Cluster(work / "cluster")
+    cluster = localcluster.Cluster(work / "cluster", node_monitor_grace="3600s")
     exporter = Exporter()
     prometheus = adapter = None
     try:

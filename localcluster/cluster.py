@@ -46,6 +46,10 @@ class Cluster:
     # the Kubernetes release the control plane runs (K8S_VERSION by default; an older
     # minor to run promhpa beside that release's kube-controller-manager)
     k8s_version: str = K8S_VERSION
+    # how long a fake node may miss heartbeats before it is NotReady (its pods then marked
+    # NotReady, and evicted 300 s later); bench-scale's 100,000 pods starve kwok's
+    # heartbeats for minutes while they are created, so it allows more
+    node_monitor_grace: str = "300s"
 
     @property
     def kubeconfig(self) -> Path:
@@ -426,7 +430,7 @@ class Cluster:
                 "--use-service-account-credentials=true",
                 # kwok's heartbeats can lag on a busy two-core machine; the default 40s grace
                 # would mark the fake nodes (and their pods) NotReady mid-test
-                "--node-monitor-grace-period=300s",
+                f"--node-monitor-grace-period={self.node_monitor_grace}",
                 # create ReplicaSets' pods at benchmark scale without client-side throttling
                 "--kube-api-qps=200",
                 "--kube-api-burst=400",
