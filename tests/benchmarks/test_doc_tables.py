@@ -42,6 +42,13 @@ def test_both_client_limits_are_rows_of_the_controller_table() -> None:
     text = section((ROOT / "docs/controller.md").read_text(), "bench-controller")
     rows = [ln for ln in text.splitlines() if ln.startswith("| ") and not ln.startswith("| HPAs")]
     labels = {ln.split("|")[3].strip() for ln in rows}
+    assert labels == {bench_controller.LIMITS[k][0] for k in ("default", "raised")}
+
+
+def test_the_scale_table_has_both_client_limits_and_the_raised_worker_count() -> None:
+    text = section((ROOT / "docs/benchmarks.md").read_text(), "bench-scale-controller")
+    rows = [ln for ln in text.splitlines() if ln.startswith("| ") and not ln.startswith("| HPAs")]
+    labels = {ln.split("|")[3].strip() for ln in rows}
     assert labels == {label for label, _ in bench_controller.LIMITS.values()}
 
 
