@@ -346,21 +346,9 @@ def _controller_source(p: argparse.ArgumentParser, what: str, *, required: bool)
 
 def controller_get(args: argparse.Namespace, path: str) -> Any:
     """GET ``path`` of the running controller's endpoints, with the kubeconfig's credentials."""
-    from controller.endpoint_client import get_json
-    from controller.why_command import ask_leader, find_leader
+    from controller.why_command import ask_controller
 
-    if args.controller_url:
-        return get_json(args.controller_url.rstrip("/") + path, **_endpoint_auth(args))
-    leader = find_leader(args.kubeconfig, args.controller_namespace, args.lease_name)
-    return ask_leader(leader, path, args)
-
-
-def _endpoint_auth(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "kubeconfig": args.kubeconfig,
-        "ca_file": args.controller_ca_file,
-        "insecure": args.insecure_skip_tls_verify,
-    }
+    return ask_controller(args, path)[0]
 
 
 def _endpoint_flags(p: argparse.ArgumentParser) -> None:

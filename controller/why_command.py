@@ -95,18 +95,7 @@ def cmd_why(args: argparse.Namespace) -> int:
         return 2
     path = f"/debug/why/{namespace}/{name}?last={args.last}"
     try:
-        if args.controller_url:
-            doc = get_json(
-                args.controller_url.rstrip("/") + path,
-                kubeconfig=args.kubeconfig,
-                ca_file=args.controller_ca_file,
-                insecure=args.insecure_skip_tls_verify,
-            )
-            where = args.controller_url
-        else:
-            leader = find_leader(args.kubeconfig, args.controller_namespace, args.lease_name)
-            doc = ask_leader(leader, path, args)
-            where = f"leader {leader.namespace}/{leader.pod}"
+        doc, where = ask_controller(args, path)
     except EndpointError as e:
         if e.status == 404:
             print(f"error: {namespace}/{name} has not been reconciled by the leader (yet): is it selected "
@@ -119,6 +108,21 @@ def cmd_why(args: argparse.Namespace) -> int:
     else:
         print(render(doc, where))
     return 0
+
+
+def ask_controller(args: argparse.Namespace, path: str) -> tuple[Any, str]:
+    """GET ``path`` of the running controller's endpoints with the kubeconfig's credentials:
+    at ``--controller-url``, or at the leader found through its Lease; and who answered."""
+    if args.controller_url:
+        doc = get_json(
+            args.controller_url.rstrip("/") + path,
+            kubeconfig=args.kubeconfig,
+            ca_file=args.controller_ca_file,
+            insecure=args.insecure_skip_tls_verify,
+        )
+        return doc, args.controller_url
+    leader = find_leader(args.kubeconfig, args.controller_namespace, args.lease_name)
+    return ask_leader(leader, path, args), f"leader {leader.namespace}/{leader.pod}"
 
 
 def find_leader(kubeconfig: str | None, namespace: str, lease: str) -> Leader:
