@@ -61,7 +61,7 @@ def add_parser(sub: Any, endpoint_flags: Callable[[argparse.ArgumentParser], Non
 
 
 def add_leader_flags(p: argparse.ArgumentParser) -> None:
-    """How the leader is found (its Lease) and reached; shared by ``why`` and ``snapshot``."""
+    """How the leader is found (its Lease) and reached; shared by ``why``, ``snapshot`` and ``compare``."""
     p.add_argument(
         "--controller-namespace",
         default="promhpa",
