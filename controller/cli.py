@@ -273,6 +273,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
     import yaml
 
+    from controller.live.hpa_fields import hpa_essentials
     from controller.live.observe import Observer
     from controller.live.pod_fields import pod_essentials
     from shared.kube.client import Kube, load
@@ -288,7 +289,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     try:
         kube = Kube(load(args.kubeconfig))
         pods = Informer(kube, POD.path(namespace), transform=pod_essentials).start()
-        hpas = Informer(kube, HPA.path(namespace)).start()
+        hpas = Informer(kube, HPA.path(namespace), transform=hpa_essentials).start()
         try:
             for informer in (pods, hpas):
                 if not informer.synced.wait(30):

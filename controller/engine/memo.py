@@ -22,11 +22,14 @@ from typing import Any, TypeVar
 
 from .decision import event_to_wire, history_to_wire, recommendation_to_wire
 from .model import JSON, History, Pod, Settings
-from .parse import parse_history, parse_pod, parse_settings
+from .parse import PodSpecParts, parse_history, parse_pod, parse_pod_spec, parse_settings
 from .reader import _Reader
 
 Key = tuple[str, str]
 T = TypeVar("T")
+# distinct pod specs remembered (a cluster has far fewer templates than pods); past it the
+# memory starts again, and only pods parsed after that stop sharing with those before
+SPECS = 65_536
 
 
 class ParseMemo:
@@ -35,6 +38,8 @@ class ParseMemo:
         # limit at 100,000 emptied the memo at every turn with 100,000 pods)
         self.limit = limit
         self._pods: dict[Key, tuple[Any, Pod]] = {}
+        # pods' specs, by the identity of the (shared) object each was parsed from
+        self._specs: dict[int, tuple[Any, PodSpecParts]] = {}
         self._settings: tuple[Any, Settings] | None = None
         # per HPA: the last history document, the History it stands for, and its entries
         # by the identity of the recommendation or event each was made from
@@ -48,11 +53,33 @@ class ParseMemo:
         hit = self._pods.get((ns, name))
         if hit is not None and hit[0] is r.data:
             return hit[1]
-        pod = parse_pod(r)
+        labels = meta.get("labels")
+        if not (
+            isinstance(labels, dict) and all(type(k) is str and type(v) is str for k, v in labels.items())
+        ):
+            labels = None  # parse_pod reads (or rejects) them itself
+        pod = parse_pod(r, self._spec(r), labels)
         if len(self._pods) >= self.limit:
             self._pods.clear()
         self._pods[(ns, name)] = (r.data, pod)
         return pod
+
+    def _spec(self, r: _Reader) -> PodSpecParts | None:
+        """The parse of the pod's spec if that very object was parsed before: the informer's
+        pods of one template share one spec (``pod_fields``), and so their Pods share its
+        containers and quantities -- at 100,000 pods, tens of MiB. None: ``parse_pod`` parses
+        it itself."""
+        raw = r.data.get("spec")
+        if not isinstance(raw, dict):
+            return None
+        hit = self._specs.get(id(raw))
+        if hit is not None and hit[0] is raw:
+            return hit[1]
+        parsed = parse_pod_spec(r.obj("spec"))
+        if len(self._specs) >= SPECS:
+            self._specs.clear()
+        self._specs[id(raw)] = (raw, parsed)
+        return parsed
 
     def settings(self, r: _Reader) -> Settings:
         if self._settings is not None and self._settings[0] is r.data:

@@ -45,13 +45,13 @@ class Settings:
     release: Release = field(default_factory=Release)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Recommendation:
     replicas: int
     timestamp: datetime
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScaleEvent:
     replica_change: int
     timestamp: datetime
@@ -75,13 +75,13 @@ class History:
     fallback: FallbackMemory | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Container:
     name: str
     requests: dict[str, Quantity]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pod:
     name: str
     namespace: str

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from shared.jsondoc import json_copy
+from shared.quantity import Quantity
 
 from .fallback import ANNOTATION, FallbackError, FallbackMemory, parse_spec
 from .gates import GATES, resolve
@@ -198,31 +199,54 @@ def _container(r: _Reader) -> Container:
     return Container(r.string("name"), r.obj("resources").quantity_map("requests"))
 
 
-def parse_pod(r: _Reader) -> Pod:
-    meta, spec, status = r.obj("metadata"), r.obj("spec"), r.obj("status")
+# what a pod's spec contributes to its Pod: containers, sidecars, other init containers, the
+# pod-level requests and the overhead (the same for every pod of one template)
+PodSpecParts = tuple[
+    tuple[Container, ...],
+    tuple[Container, ...],
+    tuple[Container, ...],
+    dict[str, Quantity] | None,
+    dict[str, Quantity] | None,
+]
+
+
+def parse_pod_spec(spec: _Reader) -> PodSpecParts:
+    sidecars: list[Container] = []
+    inits: list[Container] = []
+    for c in spec.items("initContainers"):
+        (sidecars if c.string("restartPolicy") == "Always" else inits).append(_container(c))
+    return (
+        tuple(_container(c) for c in spec.items("containers")),
+        tuple(sidecars),
+        tuple(inits),
+        spec.obj("resources").quantity_map("requests") if spec.has("resources") else None,
+        spec.quantity_map("overhead") if spec.has("overhead") else None,
+    )
+
+
+def parse_pod(r: _Reader, spec: PodSpecParts | None = None, labels: dict[str, str] | None = None) -> Pod:
+    """``spec`` and ``labels``: already parsed from this very pod's (``ParseMemo`` shares them
+    between the pods of one template)."""
+    meta, status = r.obj("metadata"), r.obj("status")
     ready: tuple[str, datetime | None] | None = None
     for c in status.items("conditions"):
         if c.string("type") == "Ready":
             ready = (c.string("status"), c.time("lastTransitionTime"))
             break
-    sidecars: list[Container] = []
-    inits: list[Container] = []
-    for c in spec.items("initContainers"):
-        (sidecars if c.string("restartPolicy") == "Always" else inits).append(_container(c))
-    pod_requests = spec.obj("resources").quantity_map("requests") if spec.has("resources") else None
+    containers, sidecars, inits, pod_requests, overhead = spec or parse_pod_spec(r.obj("spec"))
     return Pod(
         name=meta.string("name"),
         namespace=meta.string("namespace"),
-        labels=meta.str_map("labels"),
+        labels=meta.str_map("labels") if labels is None else labels,
         phase=status.string("phase"),
         deleted=meta.time("deletionTimestamp") is not None,
         start_time=status.time("startTime"),
         ready_condition=ready,
-        containers=tuple(_container(c) for c in spec.items("containers")),
-        sidecars=tuple(sidecars),
-        init_containers=tuple(inits),
+        containers=containers,
+        sidecars=sidecars,
+        init_containers=inits,
         pod_requests=pod_requests,
-        overhead=spec.quantity_map("overhead") if spec.has("overhead") else None,
+        overhead=overhead,
     )
 
 

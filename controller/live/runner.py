@@ -44,6 +44,7 @@ from shared.lifecycle import stop_signals, until_stopped
 from shared.tls import server_context, serving_files
 
 from .endpoints import OPEN_PATHS, Readiness, endpoints_app
+from .hpa_fields import hpa_essentials
 from .leader import LeaderElector
 from .pod_fields import pod_essentials
 from .reconciler import ControllerMetrics, Reconciler
@@ -113,6 +114,7 @@ async def run(opts: Options) -> int:
         informer_kube,
         "/apis/autoscaling/v2/horizontalpodautoscalers",
         opts.hpa_selector,
+        transform=hpa_essentials,
         watch_idle_timeout=opts.informer_watch_idle_timeout,
     )
     pods = Informer(

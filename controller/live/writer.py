@@ -31,7 +31,10 @@ async def update_status(kube: Kube, hpa: dict[str, Any], status: dict[str, Any],
     for _ in range(attempts):
         if current.get("status") == status:
             return False
-        body = {**current, "status": status}
+        # never managedFields: the informer's copy has no field sets (``hpa_fields``), and the
+        # server's record of who owns what is its own
+        meta = {k: v for k, v in current["metadata"].items() if k != "managedFields"}
+        body = {**current, "metadata": meta, "status": status}
         try:
             await kube.put(
                 hpa_path(current["metadata"]["namespace"], current["metadata"]["name"]) + "/status",

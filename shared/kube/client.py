@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import json
 from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from shared.version import promhpa_version
 
@@ -155,7 +156,7 @@ class Kube:
         query: list[tuple[str, str]] | None = None,
         timeout: float = 30,
     ) -> Any:
-        return json.loads(self._request(method, path, body, query, timeout).read() or b"{}")
+        return orjson.loads(self._request(method, path, body, query, timeout).read() or b"{}")
 
     def get_sync(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
         return self._call("GET", path, query=query)
@@ -224,7 +225,7 @@ class Kube:
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
-                        yield json.loads(line)
+                        yield orjson.loads(line)
         except (http_error, OSError) as e:
             if isinstance(e, timeout_error) or isinstance(getattr(e, "reason", None), timeout_error):
                 raise Timeout(0, f"nothing received for {idle:g}s", request=f"watch {path}") from None

@@ -318,11 +318,13 @@ class Informer:
         try:
             for event in events:
                 self._contact()
-                kind, obj = event.get("type", ""), self._shrink(event.get("object", {}))
+                kind, raw = event.get("type", ""), event.get("object", {})
                 if kind == "ERROR":
-                    raise KubeError(int(obj.get("code", 0)), str(obj.get("message", "watch error")))
+                    raise KubeError(int(raw.get("code", 0)), str(raw.get("message", "watch error")))
+                # read before the transform, which may drop it (the controller's pods do)
+                rv = (raw.get("metadata") or {}).get("resourceVersion", rv)
+                obj = self._shrink(raw)
                 meta = obj.get("metadata", {})
-                rv = meta.get("resourceVersion", rv)
                 if kind == "BOOKMARK":
                     continue
                 if self.label_selector and kind != "DELETED" and not _matches(obj, self.label_selector):

@@ -156,3 +156,14 @@ def test_the_same_settings_document_is_parsed_once_and_another_anew() -> None:
     assert parse_snapshot(snapshot(controller=controller), memo).settings is first
     other = parse_snapshot(snapshot(controller={**controller, "tolerance": 0.3}), memo).settings
     assert other.tolerance == 0.3
+
+
+def test_pods_sharing_one_spec_object_share_its_parse_and_decide_the_same() -> None:
+    """The informer's pods of one template share their spec (``pod_fields``); their Pods
+    share its containers, and the decision is the one made without the memo."""
+    a, b = pod("a"), pod("b")
+    b["spec"] = a["spec"]
+    memo = ParseMemo()
+    parsed = parse_snapshot(cpu_snapshot([a, b]), memo)
+    assert parsed.pods[0].containers is parsed.pods[1].containers
+    assert decide(parsed).to_wire() == decide(parse_snapshot(cpu_snapshot([a, b]))).to_wire()

@@ -103,3 +103,21 @@ def test_pod_level_requests_are_kept() -> None:
     pod = full_pod()
     pod["spec"]["resources"] = {"requests": {"cpu": "2"}}
     assert parse_pod(_Reader(pod_essentials(pod))) == parse_pod(_Reader(pod))
+
+
+def test_pods_of_one_template_share_their_spec_and_labels() -> None:
+    """Decoded separately (as from a list page or a watch event), two pods of one template
+    keep one spec and one labels object between them, and each still reads as itself."""
+    first, second = full_pod(), full_pod(meta={"name": "web-def"})
+    a, b = (pod_essentials(json.loads(json.dumps(p))) for p in (first, second))
+    assert a["spec"] is b["spec"]
+    assert a["metadata"]["labels"] is b["metadata"]["labels"]
+    assert parse_pod(_Reader(b)) == parse_pod(_Reader(second))
+
+
+def test_a_pod_of_another_template_keeps_its_own_spec() -> None:
+    other = full_pod()
+    other["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "500m"
+    a, b = pod_essentials(full_pod()), pod_essentials(other)
+    assert a["spec"] is not b["spec"]
+    assert parse_pod(_Reader(b)) == parse_pod(_Reader(other))

@@ -139,3 +139,39 @@ def test_a_list_is_read_a_page_at_a_time_and_the_watch_follows_it(cluster: Clust
     finally:
         informer.stop()
         cluster.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+def test_a_watch_resumes_from_the_last_event_even_when_the_transform_drops_its_version(
+    cluster: Cluster,
+) -> None:
+    """The controller's pod transform keeps no resourceVersion; re-watching from the list's
+    version instead would replay every event since (or fail with 410 once it is compacted)."""
+    ns = "informer-versions"
+    cluster.kubectl("create", "namespace", ns, check=False)
+    kube = Kube(load(str(cluster.kubeconfig)))
+    watched_from: list[str] = []
+    real_watch = kube.watch_sync
+
+    def recording_watch(path: str, resource_version: str, *args: object, **kwargs: object) -> object:
+        watched_from.append(resource_version)
+        return real_watch(path, resource_version, *args, **kwargs)  # type: ignore[arg-type]
+
+    def versionless(obj: dict[str, object]) -> dict[str, object]:
+        meta = dict(obj["metadata"])  # type: ignore[call-overload]
+        meta.pop("resourceVersion", None)
+        return {**obj, "metadata": meta}
+
+    kube.watch_sync = recording_watch  # type: ignore[method-assign]  # the real call, recorded
+    informer = Informer(kube, f"/api/v1/namespaces/{ns}/configmaps", transform=versionless, watch_timeout=1)
+    informer.start()
+    try:
+        assert informer.synced.wait(30)
+        cluster.kubectl("-n", ns, "create", "configmap", "made-while-watching")
+        wait_until(lambda: (ns, "made-while-watching") in informer.objects, what="the watch's event")
+        made = cluster.kubectl(
+            "-n", ns, "get", "configmap", "made-while-watching", "-o", "jsonpath={.metadata.resourceVersion}"
+        ).stdout
+        wait_until(lambda: made in watched_from[1:], what="a re-watch from the event's version")
+    finally:
+        informer.stop()
+        cluster.kubectl("delete", "namespace", ns, "--wait=false")
