@@ -17,10 +17,11 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from shared.httpclient import Connections
+
 from .config import Config
 from .health import Health, inflight_limiter, probe_routes
 from .promapi import PrometheusTimeout, PrometheusUnavailable
-from .promhttp import Connections
 from .promql import QueryError
 from .providers import ObjectLister, Providers
 from .registry import Registry

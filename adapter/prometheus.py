@@ -2,9 +2,9 @@
 
 Two transports under one set of rules. While the adapter serves, instant queries and series
 discovery -- the hot path -- go over the serving loop's own kept-alive connections
-(``attach``, ``promhttp``): measured against a real Prometheus, prometheus-api-client in a
+(``attach``, ``shared.httpclient``): measured against a real Prometheus, prometheus-api-client in a
 thread cost 1.8-2.1 ms of adapter CPU per query and capped a client at ~360 queries/s, an
-aiohttp session on the loop 0.5-0.7 ms then (~175 us once the rest was trimmed), promhttp
+aiohttp session on the loop 0.5-0.7 ms then (~175 us once the rest was trimmed), shared.httpclient
 ~40 us (benchmarks/side_by_side.py shows the serving figures). Everything else (range
 queries for the replay, label names, the health check, and any use outside a serving
 app, such as ``check-config``) stays on prometheus-api-client, synchronous (requests), in a
@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import orjson
 from cachetools import TTLCache
 
+from shared.httpclient import Connections, Origin, form_encode
+
 from .promapi import PrometheusRejected, PrometheusTimeout, PrometheusUnavailable, Sample, gather_all
-from .promhttp import Connections, Origin, form_encode
 from .promsettings import PrometheusHTTPError, PrometheusSettings, TransportError
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def _ssl_context(s: PrometheusSettings) -> ssl.SSLContext | bool:
     if s.insecure_skip_verify:
         return False
     if not s.ca_file and not s.client_cert:
-        # one verified context with the system's CAs for every such backend (promhttp's, made
+        # one verified context with the system's CAs for every such backend (shared.httpclient's, made
         # on first use): another per backend would read the system bundle again, ~16 ms each
         return True
     ctx = ssl.create_default_context(cafile=s.ca_file)

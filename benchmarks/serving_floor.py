@@ -9,7 +9,7 @@ both measurements, and the adapter its own on top. This measures the ceiling its
 
 The *forwarder* here is the floor of the stack promhpa serves on -- aiohttp's low-level
 server over TLS on uvloop, one distinct instant query per request to Prometheus over
-promhpa's kept-alive connections (``adapter.promhttp``), Prometheus' bytes returned
+promhpa's kept-alive connections (``shared.httpclient``), Prometheus' bytes returned
 unchanged. No authentication, no parsing of the request or of the answer, no metrics API
 shape, no cache: anything that serves the metrics APIs does at least this. Its rate over the
 raw rate, for the external-metrics query of ``benchmarks.side_by_side`` (one series per
@@ -33,10 +33,10 @@ from pathlib import Path
 
 from aiohttp import web
 
-from adapter.promhttp import Connections, Origin, form_encode
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
 from localcluster.promhpa import stop_process
 from localcluster.tools import free_port, wait_http, wait_until
+from shared.httpclient import Connections, Origin, form_encode
 from shared.tls import self_signed
 
 from .side_by_side import QUEUES, drive_loadgen, loadgen_binary, paths, raw_prometheus

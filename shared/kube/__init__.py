@@ -4,8 +4,8 @@
   TLS, off the event loop, with no hidden retries; ``load`` builds it from a kubeconfig or
   the in-cluster config.
 * ``http`` -- ``AsyncHTTP``: the async calls (``Kube.on_loop``) sent from the event loop
-  over aiohttp, with the server, CA, client certificate and token the client's
-  configuration gives (a third of the CPU per call of the client's worker threads).
+  over ``shared.httpclient``'s kept-alive connections, with the server, CA, client
+  certificate and token the client's configuration gives.
 * ``errors`` -- ``KubeError`` and its typed kinds (``NotFound``, ``Conflict``,
   ``Forbidden``, ...), built from the ``Status`` object the API server answers with, so
   callers branch on its ``reason`` and ``code``, never on message text.

@@ -1,10 +1,13 @@
-"""Kubernetes calls on the event loop: aiohttp over the kubernetes client's configuration.
+"""Kubernetes calls on the event loop, over the kubernetes client's configuration.
 
 The controller makes two or three API calls per reconcile (scale, metrics, sometimes a
 status write). Through the official client each one is a hop to a worker thread and a
 request through urllib3 and http.client; profiled beside kube-controller-manager at 100
-HPAs, that transport was most of our CPU per reconcile. This module sends the same
-requests from the event loop over one kept-alive aiohttp connection pool, with
+HPAs, that transport was most of our CPU per reconcile. An aiohttp session on the loop
+replaced it, and was in turn most of the CPU per reconcile at 2,000 HPAs (py-spy: its
+request machinery, not the decision). This module sends the same requests from the event
+loop over kept-alive connections of ``shared.httpclient`` (framed by us, parsed by
+httptools), with
 everything that decides *who we are* still taken from the kubernetes client's
 ``Configuration``: the server, the CA, the client certificate and the bearer token, read
 through ``auth_settings()`` so the in-cluster token file and exec or OIDC credentials
@@ -19,11 +22,14 @@ the threaded client: ``unsupported`` says why.
 from __future__ import annotations
 
 import asyncio
+import http
 import ssl
+import urllib.parse
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import orjson
+
+from shared.httpclient import Connections, Origin
 
 from .errors import KubeError, Timeout, from_status
 
@@ -70,22 +76,20 @@ class AsyncHTTP:
         self.user_agent = user_agent
         self.connections = connections
         self._ssl = ssl_context(conf) if self.base.startswith("https:") else None
-        self._session: aiohttp.ClientSession | None = None
+        self._origin = Origin.of(self.base, self._ssl or False)
+        self._pool: Connections | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.auth_refresh = AUTH_REFRESH
         self._auth_cached: tuple[float, dict[str, str]] | None = None
         self._auth_refresh: asyncio.Future[dict[str, str]] | None = None
 
-    def _client(self) -> aiohttp.ClientSession:
+    def _connections(self) -> Connections:
+        """This loop's pool (a pool's connections belong to the loop that opened them)."""
         loop = asyncio.get_running_loop()
-        if self._session is None or self._session.closed or self._loop is not loop:
+        if self._pool is None or self._loop is not loop:
             self._loop = loop
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.connections, ssl=self._ssl or False),
-                headers={**_HEADERS, "User-Agent": self.user_agent},
-                skip_auto_headers=("Accept-Encoding",),
-            )
-        return self._session
+            self._pool = Connections(self.user_agent, max_per_origin=self.connections)
+        return self._pool
 
     async def _auth(self) -> dict[str, str]:
         """The client's auth headers. Without a refresh hook they are plain fields, read here
@@ -121,25 +125,30 @@ class AsyncHTTP:
         """The decoded JSON answer; a non-2xx answer raises its typed ``KubeError``."""
         what = f"{method} {path}"
         data = orjson.dumps(body) if body is not None else None
+        target = urllib.parse.quote(path, safe="/:@!$&'()*+,;=-._~%") + (
+            "?" + urllib.parse.urlencode(query) if query else ""
+        )
         try:
-            async with self._client().request(
-                method,
-                self.base + path,
-                params=query or None,
-                data=data,
-                headers=await self._auth(),
-                timeout=aiohttp.ClientTimeout(total=timeout),
-            ) as resp:
-                raw = await resp.read()
-                if not 200 <= resp.status < 300:
-                    raise from_status(resp.status, raw, what, str(resp.reason or ""))
+            headers = await self._auth()
+            status, raw = await self._connections().request(
+                self._origin, method, target, {**_HEADERS, **headers}, data, timeout
+            )
         except TimeoutError:
             raise Timeout(0, f"no answer within {timeout:g}s", request=what) from None
-        except (aiohttp.ClientError, OSError) as e:
+        except (ConnectionError, OSError, ValueError) as e:
             raise KubeError(0, str(e) or type(e).__name__, request=what) from None
+        if not 200 <= status < 300:
+            raise from_status(status, raw, what, _reason(status))
         return orjson.loads(raw) if raw else {}
 
     async def close(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+        pool, self._pool = self._pool, None
+        if pool is not None and self._loop is asyncio.get_running_loop():
+            await pool.close()
+
+
+def _reason(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""

@@ -19,7 +19,7 @@ from adapter.backends import Backends
 from adapter.config import Backend, parse_config
 from adapter.promapi import PrometheusUnavailable
 from adapter.prometheus import Prometheus, PrometheusSettings
-from adapter.promhttp import Connections
+from shared.httpclient import Connections
 from tests.support import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
 
 

@@ -1,14 +1,16 @@
-"""HTTP/1.1 to Prometheus on the serving loop: kept-alive connections, requests framed here,
-answers parsed by httptools (llhttp, in C).
+"""HTTP/1.1 on the event loop: kept-alive connections, requests framed here, answers parsed
+by httptools (llhttp, in C). The adapter's queries to Prometheus and the controller's calls
+to the Kubernetes API (``shared.kube.http``) both go this way.
 
-Why not aiohttp's client (which it replaced on this path): measured against a real
+Why not aiohttp's client (which it replaced on both paths): measured against a real
 Prometheus on one loop, an instant query cost ~175 us of the adapter's CPU through an aiohttp
 ClientSession and ~40 us this way (``benchmarks`` and docs/adapter.md have the serving
 figures). aiohttp's client carries a general-purpose machinery -- cookie jars, tracing,
 redirects, proxies, multidict headers, URL objects, timers per request -- that a call to
-one known HTTP API with a fixed set of headers never uses, and on the external-metrics path
-it was a third of the adapter's CPU per request. aiohttp still serves the APIs and talks to
-Kubernetes; prometheus-api-client still carries everything off the hot path.
+one known HTTP API with a fixed set of headers never uses: on the external-metrics path
+it was a third of the adapter's CPU per request, and in the controller at 2,000 HPAs the
+two API reads of a reconcile were most of its CPU (py-spy). aiohttp still serves the APIs;
+prometheus-api-client still carries everything off the adapter's hot path.
 
 What is covered: GET and POST with any headers, ``http`` and ``https`` (the client's own TLS
 context), a path prefix in the URL (Thanos, Mimir, a proxy's route), answers with a
@@ -260,7 +262,7 @@ def _header_block(headers: Mapping[str, str]) -> bytes:
 
 
 class Connections:
-    """The serving loop's connections to every backend, pooled per ``Origin``."""
+    """One loop's connections to every origin (backend or API server), pooled per ``Origin``."""
 
     def __init__(self, user_agent: str = "promhpa-adapter", max_per_origin: int = 0) -> None:
         self._idle: dict[Origin, list[_Connection]] = {}
@@ -290,7 +292,7 @@ class Connections:
         """``method`` ``origin.prefix + target``: the status and the (decoded) body, or
         TimeoutError after ``timeout`` seconds (connecting, retrying and answering)."""
         if self._closed:
-            raise ConnectionError("the adapter's Prometheus connections are closed")
+            raise ConnectionError("these connections are closed")
         head = (
             f"{method} {origin.prefix}{target} HTTP/1.1\r\nHost: {origin.host_header}\r\n"
             f"User-Agent: {self._agent}\r\n"

@@ -1,4 +1,4 @@
-"""The serving loop's HTTP/1.1 to Prometheus (adapter/promhttp.py).
+"""The serving loop's HTTP/1.1 to Prometheus (shared/httpclient.py).
 
 Against a real Prometheus: answers whole (framed by length and chunked), connections kept
 alive and reused. The failures a healthy Prometheus does not produce on demand -- a kept-alive
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from adapter.promhttp import Connections, Origin, ProtocolError, form_encode
+from shared.httpclient import Connections, Origin, ProtocolError, form_encode
 from tests.support import Exporter, PrometheusProcess, wait_until
 
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
