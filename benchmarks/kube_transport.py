@@ -4,10 +4,11 @@
 
 The controller reads a scale subresource (and a metrics API) for every reconcile. This
 sends the same GET of one Deployment's ``/scale`` through the two transports ``Kube``
-has -- the kubernetes client in worker threads, and aiohttp on the event loop
-(``shared.kube.http``) -- ``--concurrency`` at a time (the controller's default workers),
-alternating for three rounds, and prints calls/s, p50/p99 and this process' CPU per call
-(threads included), median round. Loopback only; bounded by ``--calls``.
+has -- the kubernetes client in worker threads, and ``shared.httpclient`` on the event loop
+(``shared.kube.http``) -- and through the one the loop used before, an aiohttp session
+with the same TLS context and credentials, ``--concurrency`` at a time (the controller's
+default workers), in turn for three rounds, and prints calls/s, p50/p99 and this process'
+CPU per call (threads included), median round. Loopback only; bounded by ``--calls``.
 """
 
 from __future__ import annotations
@@ -18,9 +19,14 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Protocol
+
+import aiohttp
+import orjson
 
 import localcluster
 from shared.kube.client import Kube, load
+from shared.kube.http import AsyncHTTP, ssl_context
 
 NS = "transport"
 PATH = f"/apis/apps/v1/namespaces/{NS}/deployments/web/scale"
@@ -37,7 +43,40 @@ spec:
 """
 
 
-async def run(kube: Kube, calls: int, concurrency: int) -> tuple[float, float, list[float]]:
+class Getter(Protocol):
+    async def get(self, path: str) -> Any: ...
+
+
+class AiohttpSession:
+    """The event loop's transport before ``shared.httpclient``: an aiohttp session with the
+    client configuration's TLS context and credentials, as ``shared.kube.http`` had it."""
+
+    def __init__(self, kube: Kube) -> None:
+        conf = kube.api.configuration
+        self.base = conf.host.rstrip("/")
+        self.ssl = ssl_context(conf)
+        auth = AsyncHTTP(conf, kube.api.user_agent)._auth_headers()
+        self.headers = {"Accept": "application/json", "Content-Type": "application/json", **auth}
+        self.session: aiohttp.ClientSession | None = None
+
+    async def get(self, path: str) -> Any:
+        if self.session is None:
+            self.session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=32, ssl=self.ssl),
+                headers=self.headers,
+                skip_auto_headers=("Accept-Encoding",),
+            )
+        async with self.session.get(self.base + path, timeout=aiohttp.ClientTimeout(total=30)) as resp:
+            raw = await resp.read()
+            resp.raise_for_status()
+        return orjson.loads(raw)
+
+    async def aclose(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+
+async def run(kube: Getter, calls: int, concurrency: int) -> tuple[float, float, list[float]]:
     """(wall seconds, CPU seconds, latencies) of ``calls`` GETs, ``concurrency`` at a time."""
     await kube.get(PATH)  # connections and credentials warm, as in a running controller
     left = iter(range(calls))
@@ -54,7 +93,7 @@ async def run(kube: Kube, calls: int, concurrency: int) -> tuple[float, float, l
     return time.perf_counter() - wall, time.process_time() - cpu, latencies
 
 
-async def measure(kube: Kube, calls: int, concurrency: int) -> dict[str, float]:
+async def measure(kube: Getter, calls: int, concurrency: int) -> dict[str, float]:
     wall, cpu, lat = await run(kube, calls, concurrency)
     lat.sort()
     return {
@@ -66,15 +105,20 @@ async def measure(kube: Kube, calls: int, concurrency: int) -> dict[str, float]:
 
 
 async def rounds(kube: Kube, calls: int, concurrency: int, n: int) -> dict[str, dict[str, float]]:
-    on_loop = kube.on_loop()
-    got: dict[str, list[dict[str, float]]] = {"client, threads": [], "aiohttp, event loop": []}
+    on_loop, session = kube.on_loop(), AiohttpSession(kube)
+    order: list[tuple[str, Getter]] = [
+        ("client, threads", kube),
+        ("aiohttp session, event loop (before)", session),
+        ("shared.httpclient, event loop", on_loop),
+    ]
+    got: dict[str, list[dict[str, float]]] = {name: [] for name, _ in order}
     try:
         for r in range(n):
-            order = [("client, threads", kube), ("aiohttp, event loop", on_loop)]
-            for name, k in order if r % 2 == 0 else reversed(order):
+            for name, k in order[r % 3 :] + order[: r % 3]:  # each transport first once
                 got[name].append(await measure(k, calls, concurrency))
     finally:
         await on_loop.aclose()
+        await session.aclose()
     return {
         name: min(rs, key=lambda m: abs(m["cpu"] - statistics.median(x["cpu"] for x in rs)))
         for name, rs in got.items()

@@ -34,6 +34,19 @@ from .tools import (
 # --- processes ----------------------------------------------------------------------------
 
 
+PORTS = (
+    "etcd",
+    "etcd-peer",
+    "apiserver",
+    "controller-manager",
+    "scheduler",
+    "kwok",
+    "prometheus",
+    "forwarded",  # where kwok's port-forward sends a pod's FORWARDED_POD_PORT
+)
+START_ATTEMPTS = 3
+
+
 @dataclass
 class Cluster:
     """One control plane, its state under ``dir``; ``up()`` returns when it is usable."""
@@ -336,23 +349,24 @@ class Cluster:
             existing.down()
         self.bins = Binaries(tools_dir(self.k8s_version), self.k8s_version)
         self.dir.mkdir(parents=True, exist_ok=True)
-        for name in (
-            "etcd",
-            "etcd-peer",
-            "apiserver",
-            "controller-manager",
-            "scheduler",
-            "kwok",
-            "prometheus",
-            "forwarded",  # where kwok's port-forward sends a pod's FORWARDED_POD_PORT
-        ):
-            self.ports[name] = free_port()
         t0 = time.monotonic()
-        try:
-            self._bring_up()
-        except BaseException:
-            self.down(quiet=True, keep_logs=True)
-            raise
+        for attempt in range(1, START_ATTEMPTS + 1):
+            # every port is picked before the first process starts, so an outgoing
+            # connection of an earlier one (an ephemeral port from the same range) can take
+            # a later one's port in between: that start-up is redone on fresh ports
+            for name in PORTS:
+                self.ports[name] = free_port()
+            try:
+                self._bring_up()
+                break
+            except ClusterError as e:
+                self.down(quiet=True, keep_logs=attempt == START_ATTEMPTS)
+                if "address already in use" not in str(e) or attempt == START_ATTEMPTS:
+                    raise
+                log(f"a port was taken during start-up ({str(e).splitlines()[0]}); starting again")
+            except BaseException:
+                self.down(quiet=True, keep_logs=True)
+                raise
         log(f"control plane ready in {time.monotonic() - t0:.1f}s")
 
     def _bring_up(self) -> None:

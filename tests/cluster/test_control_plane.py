@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import socket
 import time
+from pathlib import Path
 
 import pytest
 
 from localcluster import Cluster
-from localcluster.tools import prometheus_major
+from localcluster import cluster as cluster_module
+from localcluster.tools import free_port, prometheus_major
 
 pytestmark = pytest.mark.cluster
 
@@ -108,3 +112,29 @@ def test_prometheus_is_up_on_loopback(cluster: Cluster) -> None:
     with urllib.request.urlopen(f"{cluster.prometheus_url}/api/v1/status/buildinfo", timeout=5) as r:
         version = json.loads(r.read())["data"]["version"]
     assert version.startswith(f"{prometheus_major()}."), version  # the one PROMETHEUS= selects
+
+
+def test_a_port_taken_during_start_up_is_replaced_and_the_start_up_redone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kwok's port is picked before etcd starts; something else listening on it by the time
+    kwok binds (here a real listener, in CI an outgoing connection's ephemeral port) must
+    not fail the whole run. Only the choice of port is steered; the bind fails for real."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    picks = itertools.count()
+    real = free_port
+
+    def steered() -> int:  # the sixth pick of the first round is kwok's (cluster.PORTS)
+        return int(taken.getsockname()[1]) if next(picks) == cluster_module.PORTS.index("kwok") else real()
+
+    monkeypatch.setattr(cluster_module, "free_port", steered)
+    c = Cluster(tmp_path / "cluster")
+    try:
+        c.up()
+        assert c.ports["kwok"] != taken.getsockname()[1]
+        assert c.kubectl("get", "nodes", "-o", "name").stdout.strip()
+    finally:
+        c.down(quiet=True)
+        taken.close()
