@@ -134,6 +134,11 @@ class Registry:
         self.backend_errors: dict[str, str] = {}
         self._unknown: TTLCache[tuple[str, str], bool] = TTLCache(maxsize=10_000, ttl=negative_ttl)
         self._lock = asyncio.Lock()
+        # relists finished (whether or not every backend answered), and the failures of the
+        # last one: a lookup that waited for a relist takes its answer instead of asking
+        # again (a hung backend would otherwise hold the request for two of its timeouts)
+        self._generation = 0
+        self._failures: dict[str, PrometheusUnavailable] = {}
 
     async def _list(self, rules: Iterable[Rule]) -> tuple[Index, dict[str, PrometheusUnavailable]]:
         """The index of ``rules``, from every backend that answered, and why the others did not."""
@@ -177,6 +182,8 @@ class Registry:
             rules = self.config.rules + self.config.external_rules
             index, failed = await self._list(rules)
             self.backend_errors = {b: str(e) for b, e in failed.items()}
+            self._failures = failed
+            self._generation += 1
             if failed and len(failed) == len({r.backend for r in rules}):
                 raise next(iter(failed.values()))
             if failed:
@@ -211,7 +218,10 @@ class Registry:
         if not rules:
             self._unknown[(kind, metric)] = True
             return False
+        seen = self._generation
         async with self._lock:
+            if self._generation != seen:  # a relist ended while this waited: its answer stands
+                return self._after_relist(kind, metric, rules)
             found, failed = await self._list(rules)
             for key, served in found.custom.items():
                 self.index.custom.setdefault(key, [])
@@ -225,6 +235,17 @@ class Registry:
         if not hit:
             self._unknown[(kind, metric)] = True
         return hit
+
+    def _after_relist(self, kind: str, metric: str, rules: list[Rule]) -> bool:
+        if kind == "external" and metric in self.index.external:
+            return True
+        if kind == "custom" and any(m == metric for _, m in self.index.custom):
+            return True
+        down = [self._failures[r.backend] for r in rules if r.backend in self._failures]
+        if down:
+            raise down[0]  # a backend that may serve it is down: 503 (or 504), not 404
+        self._unknown[(kind, metric)] = True
+        return False
 
     def custom_resources(self) -> list[tuple[GroupResource, str]]:
         return sorted(self.index.custom, key=lambda k: (k[0].resource, k[0].group, k[1]))

@@ -210,10 +210,10 @@ def test_a_hung_backend_answers_504_within_its_own_timeout(
         took = time.monotonic() - start
         assert code == 504, body
         assert "within 3s" in str(body["message"])
-        # team-b's 3 s, not the 10 s of --prometheus-timeout; when the metric has dropped out
-        # of the index, the on-demand lookup first waits for the relist's own hung call (up
-        # to 3 s more), so up to two of team-b's timeouts, never the global one
-        assert took < 9.5, took
+        # team-b's 3 s, not the 10 s of --prometheus-timeout (when the metric has dropped out
+        # of the index, the on-demand lookup waits for the relist's hung call and takes its
+        # failure: still one timeout, test_registry_lookup.py)
+        assert took < 5, took
         assert value(adapter, "team_a_queue")[0] == 200
     finally:
         proc.send_signal(signal.SIGCONT)
