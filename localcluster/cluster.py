@@ -63,6 +63,9 @@ class Cluster:
     # NotReady, and evicted 300 s later); bench-scale's 100,000 pods starve kwok's
     # heartbeats for minutes while they are created, so it allows more
     node_monitor_grace: str = "300s"
+    # kube-scheduler; bench-scale binds its pods to the fake nodes itself (nodeName), and a
+    # scheduler there only follows 100,000 pods' status updates (half a core measured)
+    scheduler: bool = True
 
     @property
     def kubeconfig(self) -> Path:
@@ -428,7 +431,10 @@ class Cluster:
             ],
         )
         self._wait("apiserver", lambda: self._https_ok(p["apiserver"], "/readyz"), timeout=120)
-        log("kube-controller-manager (built-in HPA controller disabled) and kube-scheduler")
+        log(
+            "kube-controller-manager (built-in HPA controller disabled)"
+            + (" and kube-scheduler" if self.scheduler else "")
+        )
         self._start(
             "controller-manager",
             [
@@ -452,19 +458,8 @@ class Cluster:
                 "--v=1",
             ],
         )
-        self._start(
-            "scheduler",
-            [
-                b.scheduler,
-                f"--kubeconfig={self.kubeconfig}",
-                f"--authentication-kubeconfig={self.kubeconfig}",
-                f"--authorization-kubeconfig={self.kubeconfig}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={p['scheduler']}",
-                "--leader-elect=false",
-                "--v=1",
-            ],
-        )
+        if self.scheduler:
+            self._start_scheduler()
         log(f"kwok with {len(FAKE_NODES)} fake nodes")
         self._start(
             "kwok",
@@ -486,7 +481,8 @@ class Cluster:
         for node in FAKE_NODES:
             self.kubectl("apply", "-f", "-", input=json.dumps(fake_node(node)))
         self._wait("kwok", self._nodes_ready, timeout=90)
-        self._wait("scheduler", lambda: self._https_ok(p["scheduler"], "/healthz", verify=False))
+        if self.scheduler:
+            self._wait("scheduler", lambda: self._https_ok(p["scheduler"], "/healthz", verify=False))
         self._wait(
             "controller-manager", lambda: self._https_ok(p["controller-manager"], "/healthz", verify=False)
         )
@@ -510,6 +506,23 @@ class Cluster:
         self._wait("prometheus", lambda: self._http_ok(f"{self.prometheus_url}/-/ready"))
         if self.thanos:
             self._start_thanos()
+
+    def _start_scheduler(self) -> None:
+        assert self.bins is not None
+        b, p = self.bins, self.ports
+        self._start(
+            "scheduler",
+            [
+                b.scheduler,
+                f"--kubeconfig={self.kubeconfig}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={p['scheduler']}",
+                "--leader-elect=false",
+                "--v=1",
+            ],
+        )
 
     def _start_thanos(self) -> None:
         """Two replicas federating the cluster's Prometheus, their sidecars, and a Querier."""

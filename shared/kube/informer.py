@@ -218,7 +218,8 @@ class Informer:
                 fresh.clear()
                 page, token = self.kube.get_sync(self.path, query), ""
             for o in page.get("items", []):
-                fresh[(o["metadata"].get("namespace", ""), o["metadata"]["name"])] = self._shrink(o)
+                kept = self._shrink(o)  # keyed by its strings: a transform may share them
+                fresh[(kept["metadata"].get("namespace", ""), kept["metadata"]["name"])] = kept
             meta = page["metadata"]
             token = meta.get("continue", "")
             if not token:

@@ -12,7 +12,7 @@ import pytest
 
 from localcluster import Cluster
 from localcluster import cluster as cluster_module
-from localcluster.tools import free_port, prometheus_major
+from localcluster.tools import FAKE_NODES, free_port, prometheus_major
 
 pytestmark = pytest.mark.cluster
 
@@ -138,3 +138,22 @@ def test_a_port_taken_during_start_up_is_replaced_and_the_start_up_redone(
     finally:
         c.down(quiet=True)
         taken.close()
+
+
+def test_without_a_scheduler_pods_bound_to_a_fake_node_still_run(tmp_path: Path) -> None:
+    """bench-scale's control plane: no kube-scheduler, its pods created with their node."""
+    c = Cluster(tmp_path / "cluster", scheduler=False)
+    try:
+        c.up()
+        assert "scheduler" not in c.pids
+        pod = {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bound", "namespace": "default"},
+            "spec": {"nodeName": FAKE_NODES[0], "containers": [{"name": "c", "image": "example.invalid/x"}]},
+        }  # fmt: skip
+        c.kubectl("apply", "-f", "-", input=json.dumps(pod))
+        wait_for(
+            lambda: c.kubectl("get", "pod", "bound", "-o", "jsonpath={.status.phase}").stdout == "Running",
+            what="the bound pod Running",
+        )
+    finally:
+        c.down(quiet=True)
