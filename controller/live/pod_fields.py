@@ -66,6 +66,11 @@ def _container(c: dict[str, Any], *extra: str) -> dict[str, Any]:
     return out
 
 
+def _kept(obj: dict[str, Any], keys: tuple[str, ...], interned: tuple[str, ...]) -> dict[str, Any]:
+    """``keys`` of ``obj`` that it has, the ``interned`` ones as one shared string each."""
+    return {k: _str(obj[k]) if k in interned else obj[k] for k in keys if k in obj}
+
+
 def _shared_labels(labels: Any) -> Any:
     if not isinstance(labels, dict) or not labels:
         return labels
@@ -95,19 +100,13 @@ def pod_essentials(pod: dict[str, Any]) -> dict[str, Any]:
     for k in ("resources", "overhead"):  # pod-level requests (a feature gate) and RuntimeClass overhead
         if k in spec:
             kept_spec[k] = spec[k]
-    kept_status: dict[str, Any] = {k: status[k] for k in ("phase", "startTime") if k in status}
-    if "phase" in kept_status:
-        kept_status["phase"] = _str(kept_status["phase"])
+    kept_status = _kept(status, ("phase", "startTime"), interned=("phase",))
     ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
     if ready:
-        condition = {k: ready[0][k] for k in ("type", "status", "lastTransitionTime") if k in ready[0]}
-        for k in ("type", "status"):
-            if k in condition:
-                condition[k] = _str(condition[k])
-        kept_status["conditions"] = [condition]
-    kept_meta = {k: meta[k] for k in _META if k in meta}
-    if "namespace" in kept_meta:
-        kept_meta["namespace"] = _str(kept_meta["namespace"])
+        kept_status["conditions"] = [
+            _kept(ready[0], ("type", "status", "lastTransitionTime"), interned=("type", "status"))
+        ]
+    kept_meta = _kept(meta, _META, interned=("namespace",))
     if "labels" in kept_meta:
         kept_meta["labels"] = _shared_labels(kept_meta["labels"])
     return {
