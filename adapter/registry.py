@@ -229,7 +229,7 @@ class Registry:
             for m, served in found.external.items():
                 self.index.external.setdefault(m, [])
                 self.index.external[m] += [s for s in served if s not in self.index.external[m]]
-        hit = (metric in found.external) if kind == "external" else any(m == metric for _, m in found.custom)
+        hit = _holds(found, kind, metric)
         if not hit and failed:
             raise next(iter(failed.values()))  # a backend that may serve it is down: 503, not 404
         if not hit:
@@ -237,9 +237,7 @@ class Registry:
         return hit
 
     def _after_relist(self, kind: str, metric: str, rules: list[Rule]) -> bool:
-        if kind == "external" and metric in self.index.external:
-            return True
-        if kind == "custom" and any(m == metric for _, m in self.index.custom):
+        if _holds(self.index, kind, metric):
             return True
         down = [self._failures[r.backend] for r in rules if r.backend in self._failures]
         if down:
@@ -252,3 +250,8 @@ class Registry:
 
     def external_metrics(self) -> list[str]:
         return sorted(self.index.external)
+
+
+def _holds(index: Index, kind: str, metric: str) -> bool:
+    """Does ``index`` serve ``metric`` as a custom (any resource) or external metric?"""
+    return metric in index.external if kind == "external" else any(m == metric for _, m in index.custom)
