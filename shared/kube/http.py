@@ -135,7 +135,7 @@ class AsyncHTTP:
             )
         except TimeoutError:
             raise Timeout(0, f"no answer within {timeout:g}s", request=what) from None
-        except (ConnectionError, OSError, ValueError) as e:
+        except (OSError, ValueError) as e:  # ConnectionError and ssl.SSLError are OSErrors
             raise KubeError(0, str(e) or type(e).__name__, request=what) from None
         if not 200 <= status < 300:
             raise from_status(status, raw, what, _reason(status))
