@@ -11,6 +11,8 @@ if __name__ == "__main__":  # python -m adapter: SIGTERM handled first, then thi
 import asyncio
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from shared import eventloop
 from shared.gcpolicy import pause_collection, resume_collection
@@ -22,10 +24,12 @@ from shared.kube.errors import KubeError
 from . import compat
 from .backends import Backends
 from .check_config import check_config
+from .check_metricrules import check_manifests, manifests
 from .config import ConfigError
-from .flags import check_parser, serve_parser
+from .flags import check_parser, serve_parser, team_limits
 from .prometheus import Prometheus, PrometheusSettings
 from .server import backend_factory, load_rules, serve
+from .team_rules import Limits
 
 
 def _served_resources(kubeconfig: str) -> dict[str, set[str]] | None:
@@ -43,6 +47,18 @@ def _served_resources(kubeconfig: str) -> dict[str, set[str]] | None:
 
 def check(args: list[str]) -> int:
     c = check_parser().parse_args(args)
+    found = _metric_rules(c.config)
+    if found is not None:
+        try:
+            size, cost = team_limits(c)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        names = {"" if n.strip() in ("", "default") else n.strip() for n in c.team_rule_backends.split(",")}
+        limits = Limits(backends=frozenset(names), size=size, cost=cost)
+        return asyncio.run(
+            check_manifests(c.config, found, limits, c.team_rule_judge_timeout.total_seconds())
+        )
     served = None
     if c.kubeconfig:
         served = _served_resources(c.kubeconfig)
@@ -57,6 +73,16 @@ def check(args: list[str]) -> int:
             specs = ()  # check_config reports it, with file and line
         prom = Backends(Prometheus(base, cache_ttl=0), backend_factory(base, 0), specs)
     return asyncio.run(check_config(c.config, prom, c.metrics_max_age, served))
+
+
+def _metric_rules(path: str) -> list[tuple[int, dict[str, Any]]] | None:
+    """The file's MetricRule manifests, or None when it is a rule file (or unreadable:
+    ``check_config`` says why)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    return manifests(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,6 +7,7 @@ controller show the message instead of "the server could not find the requested 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,6 +27,7 @@ from .promql import QueryError
 from .providers import ObjectLister, Providers
 from .registry import Registry
 from .requests import REQUEST_INFO, BadRequest, MetricRequest, NotFound, parse_path
+from .team_gate import TeamLimitError
 from .templates import TemplateError
 from .upstreams import Upstreams
 from .wire import CUSTOM, EXTERNAL, VERSIONS, group_entry, resource_list, status
@@ -243,6 +245,14 @@ def build_app(
         except (BadRequest, QueryError, TemplateError) as e:
             code = 400
             return _error(400, "BadRequest", str(e))
+        except TeamLimitError as e:
+            code = e.code
+            if e.retry_after is None:
+                return _error(e.code, e.reason, str(e))
+            after = max(1, math.ceil(e.retry_after))  # as the kube-apiserver's 429 says it
+            response = _json(status(e.code, e.reason, str(e), {"retryAfterSeconds": after}), e.code)
+            response.headers["Retry-After"] = str(after)
+            return response
         except PrometheusTimeout as e:
             code = 504
             return _error(504, "Timeout", str(e))

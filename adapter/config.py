@@ -165,8 +165,8 @@ _BACKEND_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 class _Checker:
     """Walks the YAML node tree so errors can carry line numbers."""
 
-    def __init__(self, source: str) -> None:
-        self.source = source
+    def __init__(self, source: str, fast_regexps: bool = True) -> None:
+        self.source, self.fast_regexps = source, fast_regexps
 
     def fail(self, node: yaml.Node | None, path: str, message: str) -> ConfigError:
         line = f":{node.start_mark.line + 1}" if node is not None else ""
@@ -212,7 +212,7 @@ class _Checker:
         """Go's regexp (RE2 syntax), as prometheus-adapter compiles it (``goregexp``)."""
         text = self.string(node, path)
         try:
-            return goregexp.compile(text)
+            return goregexp.compile(text, allow_fast=self.fast_regexps)
         except goregexp.GoRegexpError as e:
             raise self.fail(node, path, f"invalid regular expression {text!r}: {e}") from None
 
@@ -492,15 +492,20 @@ def _known_backend(c: _Checker, node: yaml.Node, path: str, names: set[str]) -> 
         raise c.fail(node, path, f"unknown backend {name!r} ({known}; backends are listed under 'backends')")
 
 
-def parse_config(text: str, source: str = "<config>") -> Config:
-    """The rule file, or ConfigError naming every problem found (``read_config``)."""
-    config, errors = read_config(text, source)
+def parse_config(text: str, source: str = "<config>", fast_regexps: bool = True) -> Config:
+    """The rule file, or ConfigError naming every problem found (``read_config``).
+    ``fast_regexps=False`` searches every regexp with RE2 alone: for rules written by
+    someone other than the platform, whose patterns could make Python's backtracking take
+    exponential time (``goregexp``)."""
+    config, errors = read_config(text, source, fast_regexps)
     if errors or config is None:
         raise ConfigError(errors[0] if errors else f"{source}: invalid", errors)
     return config
 
 
-def read_config(text: str, source: str = "<config>") -> tuple[Config | None, list[str]]:
+def read_config(
+    text: str, source: str = "<config>", fast_regexps: bool = True
+) -> tuple[Config | None, list[str]]:
     """The rule file read as far as it goes, and every problem found on the way: each rule,
     the resource rules, the backends and the upstreams are read on their own, so one bad
     rule does not hide the next (three errors, one round of ``helm upgrade``). The Config
@@ -511,7 +516,7 @@ def read_config(text: str, source: str = "<config>") -> tuple[Config | None, lis
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
         return None, [f"{source}{line}: not valid YAML: {getattr(e, 'problem', None) or e}"]
-    c = _Checker(source)
+    c = _Checker(source, fast_regexps)
     if root is None:
         return Config((), (), None, source), []
     errors: list[str] = []

@@ -1,33 +1,49 @@
 """Confine a namespaced rule's PromQL to its own namespace's series, whatever the team wrote.
 
 Why by parsing, not by a proxy in front of Prometheus: the adapter already holds the
-rendered query, so rewriting it costs one parse and one print (microseconds, cached by the
-query) instead of a second HTTP hop and a process to deploy beside every backend; and it
+rendered query. Rewriting it costs one parse and one print (microseconds, cached by the
+query) instead of a second HTTP hop and a process to deploy beside every backend. It also
 works the same for Prometheus, Thanos and any other backend a rule names.
 
-How it stays safe: the query is parsed, and every vector selector -- at any depth, inside
-range vectors, subqueries, functions and aggregations -- is printed again by us with
-``namespace="<ns>"`` added (never removing what the team wrote: a matcher of its own on
-``namespace`` can only narrow the result further). The printed query is then parsed again
-and checked: every selector must carry that exact matcher, or the query is refused. What is
-sent to Prometheus is that checked text, so what the team wrote never reaches Prometheus
-unchecked. Two forms are refused outright, because their series are not all named by
-selectors: ``info()`` (it reads ``target_info`` on its own) and ``or`` between matchers
-inside one selector's braces (write two selectors joined by ``or`` instead).
+How it stays safe:
 
-Numbers, vector(), absent() and label_replace() read no series of another namespace: a
-query may still make up values, but never read them from someone else.
+1. The text is measured before any parse (``adapter.query_size``): the parser is never
+   given a query deep enough to crash it.
+2. The query is parsed once and printed by us in one walk. Every vector selector, at any
+   depth (inside range vectors, subqueries, functions and aggregations), gets
+   ``namespace="<ns>"`` added. Nothing the team wrote is removed: a matcher of its own on
+   ``namespace`` can only narrow the result further. Every operand of an operator is
+   parenthesized, so precedence cannot regroup what we print.
+3. The printed text is parsed once more and checked. Every selector must carry that exact
+   matcher, and the tree must mean what the team's meant (the same nodes, operators,
+   ranges, steps, offsets and matchers, our matcher aside). Otherwise the query is refused.
+   What reaches Prometheus is that checked text: our printer is trusted with nothing.
+
+Every walk is iterative and each visits a node once, so confining is linear in the size of
+the tree. ``promql_parser.walk`` is not used: in 0.12.0 it calls back with a copy of each
+subtree, which made confining a 300-term sum take 40 s.
+
+Two forms are refused outright, because their series are not all named by selectors:
+``info()`` (it reads ``target_info`` on its own), and ``or`` between matchers inside one
+selector's braces (write two selectors joined by ``or`` instead). Binary ``fill``
+modifiers, which are experimental, are refused too. Numbers, vector(), absent() and
+label_replace() read no series of another namespace: a query may still make up values, but
+never read them from someone else's series.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
-import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import lru_cache
 
 import promql_parser as pp
+
+from .query_size import CEILING, QueryTooLarge, SizeLimits, check_size
 
 NAMESPACE_LABEL = "namespace"
 _IDENT = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -49,6 +65,25 @@ class IsolationError(ValueError):
     """A namespaced rule's query that cannot be confined to its namespace (the message says why)."""
 
 
+@dataclass(frozen=True)
+class Reach:
+    """What a query reads, for the cost limits (``adapter.query_cost``): the longest single
+    window, how far before the evaluation time its oldest sample can lie (windows and offsets
+    along each path, summed), the smallest explicit subquery step, and the earliest time an
+    ``@`` modifier pins (None: none does)."""
+
+    longest_range_ms: int = 0
+    lookback_ms: int = 0
+    smallest_step_ms: int | None = None
+    earliest_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Confined:
+    query: str  # what is sent: checked, every selector confined
+    reach: Reach
+
+
 def _quote(s: str) -> str:
     """A PromQL string literal (Go's escapes, which JSON's are a subset of)."""
     return json.dumps(s)
@@ -65,8 +100,12 @@ def _op(op: pp.MatchOp) -> str:
     raise IsolationError(f"a matcher operator this adapter does not know: {op}")
 
 
+def _ms(d: timedelta | None) -> int | None:
+    return None if d is None else round(d / timedelta(milliseconds=1))
+
+
 def _duration(d: timedelta) -> str:
-    ms = round(d / timedelta(milliseconds=1))
+    ms = _ms(d) or 0
     return f"-{-ms}ms" if ms < 0 else f"{ms}ms"
 
 
@@ -80,118 +119,148 @@ def _at(at: pp.AtModifier) -> str:
     return f"{at.at.timestamp():.3f}"
 
 
+def _number(v: float) -> str:
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Inf" if v > 0 else "(-Inf)"
+    text = str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+    return f"({text})" if v < 0 else text
+
+
+def _modifiers(offset: timedelta | None, at: pp.AtModifier | None) -> str:
+    text = ""
+    if offset is not None and offset != timedelta(0):
+        text += f" offset {_duration(offset)}"
+    if at is not None:
+        text += f" @ {_at(at)}"
+    return text
+
+
+def _labels(names: list[str]) -> str:
+    return "(" + ", ".join(_label(n) for n in names) + ")"
+
+
 def _selector_text(vs: pp.VectorSelector, namespace: str, label: str, window: timedelta | None = None) -> str:
     """The selector (with ``window``: the range vector) printed by us, confined."""
-    if vs.matchers.or_matchers:  # refused by _shape before any rewrite
-        raise IsolationError("`or` between matchers inside one selector's braces")
+    if vs.matchers.or_matchers:
+        raise IsolationError(OR_IN_BRACES)
     parts = [f"__name__={_quote(vs.name)}"] if vs.name is not None else []
     parts += [f"{_label(m.name)}{_op(m.op)}{_quote(m.value)}" for m in vs.matchers.matchers]
     parts.append(f"{_label(label)}={_quote(namespace)}")
     text = "{" + ",".join(parts) + "}"
     if window is not None:
         text += f"[{_duration(window)}]"
-    if vs.offset is not None and vs.offset != timedelta(0):
-        text += f" offset {_duration(vs.offset)}"
-    if vs.at is not None:
-        text += f" @ {_at(vs.at)}"
-    return text
+    return text + _modifiers(vs.offset, vs.at)
 
 
 def _parse(query: str) -> pp.Expr:
+    """Parse a query already measured (``check_size``): the parser is never handed one deep
+    enough to crash it."""
     try:
         return pp.parse(query)
-    except (ValueError, RuntimeError) as e:
+    except (ValueError, RuntimeError) as e:  # RecursionError is a RuntimeError
         raise IsolationError(f"not valid PromQL: {e}") from None
 
 
-def _selectors(expr: pp.Expr) -> list[pp.VectorSelector]:
-    """Every vector selector of ``expr`` (a range vector's too), refusing implicit reads."""
-    found: list[pp.VectorSelector] = []
-
-    def visit(node: pp.Expr) -> None:
-        if isinstance(node, pp.VectorSelector):
-            if node.matchers.or_matchers:
-                raise IsolationError(OR_IN_BRACES)
-            found.append(node)
-        elif isinstance(node, pp.MatrixSelector):
-            found.append(node.vector_selector)
-        elif isinstance(node, pp.Call) and node.func.name in _IMPLICIT_READS:
-            raise IsolationError(f"{node.func.name}() reads series no selector names; not allowed here")
-
-    pp.walk(expr, pre_visit=visit)
-    return found
-
-
-def _is_confined(vs: pp.VectorSelector, namespace: str, label: str) -> bool:
-    return not vs.matchers.or_matchers and any(
-        m.name == label and m.op == pp.MatchOp.Equal and m.value == namespace for m in vs.matchers.matchers
-    )
+def _binary_modifier(n: pp.BinaryExpr) -> str:
+    m = n.modifier
+    if m is None:
+        return ""
+    fill = m.fill_values
+    if fill is not None and (fill.lhs is not None or fill.rhs is not None):
+        raise IsolationError("fill modifiers are experimental and not allowed in a namespaced rule")
+    text = " bool" if m.return_bool else ""
+    if m.matching is not None:
+        word = "on" if m.matching.type == pp.LabelModifierType.Include else "ignoring"
+        text += f" {word} {_labels(list(m.matching.labels))}"
+    if m.card == pp.VectorMatchCardinality.ManyToOne:
+        text += f" group_left {_labels(list(m.group_labels or []))}"
+    elif m.card == pp.VectorMatchCardinality.OneToMany:
+        text += f" group_right {_labels(list(m.group_labels or []))}"
+    return text
 
 
-@lru_cache(maxsize=8192)
-def confine(query: str, namespace: str, label: str = NAMESPACE_LABEL) -> str:
-    """``query`` with every selector confined to ``label="namespace"``, checked; or IsolationError."""
-    if not namespace:
-        raise IsolationError("no namespace to confine the query to")
-    expr = _parse(query)
-    wrote = _shape(expr, namespace, label)  # also refuses implicit reads and `or` in braces
+def _operand(n: pp.Expr, namespace: str, label: str) -> str:
+    text = _print(n, namespace, label)
+    return f"({text})" if isinstance(n, pp.BinaryExpr | pp.UnaryExpr) else text
 
-    # The parser's printer writes label values and strings without escaping them, so what
-    # carries text is printed by us: each selector and string literal is swapped for a
-    # placeholder name no query can contain, the tree is printed, then each placeholder is
-    # replaced by our own text.
-    token = f"promhpa_{secrets.token_hex(8)}_"
-    texts: dict[str, str] = {}
 
-    def hold(text: str) -> str:
-        key = f"{token}{len(texts)}"
-        texts[key] = text
-        return key
+def _print(n: pp.Expr, namespace: str, label: str) -> str:
+    """``n`` as PromQL with every selector confined. Recursive, but the depth is bounded by
+    the size check every caller makes first (``CEILING.max_depth`` at most)."""
+    if isinstance(n, pp.VectorSelector):
+        return _selector_text(n, namespace, label)
+    if isinstance(n, pp.MatrixSelector):
+        return _selector_text(n.vector_selector, namespace, label, n.range)
+    if isinstance(n, pp.NumberLiteral):
+        return _number(n.val)
+    if isinstance(n, pp.StringLiteral):
+        return _quote(n.val)
+    if isinstance(n, pp.ParenExpr):
+        return f"({_print(n.expr, namespace, label)})"
+    if isinstance(n, pp.UnaryExpr):
+        return f"-{_operand(n.expr, namespace, label)}"
+    if isinstance(n, pp.BinaryExpr):
+        lhs, rhs = _operand(n.lhs, namespace, label), _operand(n.rhs, namespace, label)
+        return f"{lhs} {n.op}{_binary_modifier(n)} {rhs}"
+    if isinstance(n, pp.Call):
+        if n.func.name in _IMPLICIT_READS:
+            raise IsolationError(f"{n.func.name}() reads series no selector names; not allowed here")
+        return f"{n.func.name}(" + ", ".join(_print(a, namespace, label) for a in n.args) + ")"
+    if isinstance(n, pp.AggregateExpr):
+        mod = n.modifier
+        by = ""
+        if mod is not None:
+            word = "by" if mod.type == pp.AggModifierType.By else "without"
+            by = f" {word} {_labels(list(mod.labels))}"
+        args = ([_print(n.param, namespace, label)] if n.param is not None else []) + [
+            _print(n.expr, namespace, label)
+        ]
+        return f"{n.op}{by}(" + ", ".join(args) + ")"
+    if isinstance(n, pp.SubqueryExpr):
+        if n.range is None:
+            raise IsolationError("a subquery without a range")
+        step = "" if n.step is None else _duration(n.step)
+        inner = _print(n.expr, namespace, label)
+        return f"({inner})[{_duration(n.range)}:{step}]" + _modifiers(n.offset, n.at)
+    raise IsolationError(f"a PromQL expression this adapter does not know: {type(n).__name__}")
 
-    def rewrite(node: pp.Expr) -> pp.Expr | None:
-        if isinstance(node, pp.MatrixSelector):
-            vs = node.vector_selector
-            return pp.parse(hold(_selector_text(vs, namespace, label, node.range)))
-        if isinstance(node, pp.VectorSelector):
-            if node.name is not None and node.name.startswith(token):
-                return None
-            return pp.parse(hold(_selector_text(node, namespace, label)))
-        if isinstance(node, pp.StringLiteral) and not node.val.startswith(token):
-            return pp.parse(_quote(hold(_quote(node.val))))
-        return None
 
-    try:
-        skeleton = str(pp.transform(expr, pre_visit=rewrite))
-    except (ValueError, RuntimeError) as e:
-        raise IsolationError(f"cannot rewrite {query!r}: {e}") from None
-    placed = re.compile(r'"?\b(' + re.escape(token) + r'\d+)\b(?:\{\})?"?')
-    out = placed.sub(lambda m: texts[m.group(1)], skeleton)
-    printed = _parse(out)
-    _check(printed, namespace, label)
-    if _shape(printed, namespace, label) != wrote:
-        # the printer lost something (e.g. a subquery's default step): never send a query
-        # that means something other than what the team wrote
-        raise IsolationError(
-            f"{query!r} cannot be confined without changing its meaning (printed as {out!r}); "
-            "spell it out, e.g. give a subquery its step ([5m:1m])"
-        )
-    return out
+def _children(n: pp.Expr) -> list[pp.Expr]:
+    if isinstance(n, pp.BinaryExpr):
+        return [n.lhs, n.rhs]
+    if isinstance(n, pp.Call):
+        return list(n.args)
+    if isinstance(n, pp.AggregateExpr):
+        return [n.expr] if n.param is None else [n.param, n.expr]
+    if isinstance(n, pp.ParenExpr | pp.UnaryExpr | pp.SubqueryExpr):
+        return [n.expr]
+    if isinstance(n, pp.MatrixSelector):
+        return [n.vector_selector]
+    return []
+
+
+def _walk(expr: pp.Expr) -> Iterator[pp.Expr]:
+    """Every node in pre-order, once each, with no recursion."""
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(_children(n)))
 
 
 Shape = list[tuple[object, ...]]
 
 
-def _ms(d: timedelta | None) -> int | None:
-    return None if d is None else round(d / timedelta(milliseconds=1))
-
-
 def _shape(expr: pp.Expr, namespace: str, label: str) -> Shape:
-    """The tree in pre-order, as what it means (the confining matcher left out), so a
-    rewritten query can be compared with the one the team wrote."""
+    """The tree in pre-order, as what it means (the confining matcher and parentheses left
+    out), so the printed query can be compared with the one the team wrote."""
     out: Shape = []
-
-    def visit(n: pp.Expr) -> None:
+    for n in _walk(expr):
         t = type(n).__name__
+        if isinstance(n, pp.ParenExpr):
+            continue
         if isinstance(n, pp.VectorSelector):
             if n.matchers.or_matchers:
                 raise IsolationError(OR_IN_BRACES)
@@ -207,8 +276,6 @@ def _shape(expr: pp.Expr, namespace: str, label: str) -> Shape:
             at = None if n.at is None else _at(n.at)
             out.append((t, _ms(n.range), _ms(n.step), _ms(n.offset) or 0, at))
         elif isinstance(n, pp.Call):
-            if n.func.name in _IMPLICIT_READS:
-                raise IsolationError(f"{n.func.name}() reads series no selector names; not allowed here")
             out.append((t, n.func.name, len(n.args)))
         elif isinstance(n, pp.AggregateExpr):
             mod = n.modifier
@@ -218,32 +285,124 @@ def _shape(expr: pp.Expr, namespace: str, label: str) -> Shape:
             how = (
                 None
                 if b is None
-                else (str(b.card), str(b.matching), b.return_bool, tuple(b.group_labels or ()))
+                else (
+                    str(b.card),
+                    None if b.matching is None else (str(b.matching.type), tuple(b.matching.labels)),
+                    b.return_bool,
+                    tuple(b.group_labels or ()),
+                )
             )
             out.append((t, str(n.op), how))
-        elif isinstance(n, pp.NumberLiteral | pp.StringLiteral):
-            out.append((t, repr(n.val)))
+        elif isinstance(n, pp.NumberLiteral):
+            out.append((t, "NaN" if math.isnan(n.val) else n.val))
+        elif isinstance(n, pp.StringLiteral):
+            out.append((t, n.val))
         else:
             out.append((t,))
-
-    pp.walk(expr, pre_visit=visit)
     return out
+
+
+def reach_of(expr: pp.Expr) -> Reach:
+    """How far back ``expr`` reads: one walk carrying each path's windows and offsets."""
+    longest = lookback = 0
+    smallest: int | None = None
+    earliest: float | None = None
+    stack: list[tuple[pp.Expr, int]] = [(expr, 0)]
+    while stack:
+        n, above = stack.pop()  # ``above``: the enclosing subqueries' ranges and offsets
+        at = getattr(n, "at", None) if isinstance(n, pp.VectorSelector | pp.SubqueryExpr) else None
+        if at is not None and at.type == pp.AtModifierType.At and at.at is not None:
+            t = at.at.timestamp()
+            earliest = t if earliest is None else min(earliest, t)
+        if isinstance(n, pp.VectorSelector):
+            lookback = max(lookback, above + max(0, _ms(n.offset) or 0))
+        elif isinstance(n, pp.MatrixSelector):
+            window = _ms(n.range) or 0
+            longest = max(longest, window)
+            vs = n.vector_selector
+            lookback = max(lookback, above + window + max(0, _ms(vs.offset) or 0))
+            continue  # its selector is counted here, with the window
+        elif isinstance(n, pp.SubqueryExpr):
+            window = _ms(n.range) or 0
+            longest = max(longest, window)
+            step = _ms(n.step)
+            if step is not None:
+                smallest = step if smallest is None else min(smallest, step)
+            stack.append((n.expr, above + window + max(0, _ms(n.offset) or 0)))
+            continue
+        stack.extend((c, above) for c in _children(n))
+    return Reach(longest, lookback, smallest, earliest)
+
+
+def confine(query: str, namespace: str, label: str = NAMESPACE_LABEL) -> str:
+    """``query`` with every selector confined to ``label="namespace"``, checked; or IsolationError."""
+    return confine_query(query, namespace, label).query
+
+
+@lru_cache(maxsize=8192)
+def confine_query(
+    query: str, namespace: str, label: str = NAMESPACE_LABEL, limits: SizeLimits = CEILING
+) -> Confined:
+    """``query`` confined and checked, with what it reads (``Reach``); IsolationError (or its
+    subclass for a query over ``limits``) says why not."""
+    if not namespace:
+        raise IsolationError("no namespace to confine the query to")
+    try:
+        check_size(query, limits)
+    except QueryTooLarge as e:
+        raise QueryTooLargeError(str(e)) from None
+    expr = _parse(query)
+    wrote = _shape(expr, namespace, label)  # also refuses `or` in braces
+    out = _print(expr, namespace, label)  # also refuses implicit reads and fill
+    printed = _parse(out)
+    _check(printed, namespace, label)
+    if _shape(printed, namespace, label) != wrote:
+        raise IsolationError(
+            f"{query!r} cannot be confined without changing its meaning (printed as {out!r}); "
+            "please report this as a bug"
+        )
+    return Confined(out, reach_of(expr))
+
+
+class QueryTooLargeError(IsolationError):
+    """A query over a size limit (``adapter.query_size``), refused before any parse."""
 
 
 def check(query: str, namespace: str, label: str = NAMESPACE_LABEL) -> None:
     """Refuse ``query`` unless every selector in it carries ``label="namespace"``."""
+    try:
+        check_size(query, CEILING)
+    except QueryTooLarge as e:
+        raise QueryTooLargeError(str(e)) from None
     _check(_parse(query), namespace, label)
 
 
+def _is_confined(vs: pp.VectorSelector, namespace: str, label: str) -> bool:
+    return not vs.matchers.or_matchers and any(
+        m.name == label and m.op == pp.MatchOp.Equal and m.value == namespace for m in vs.matchers.matchers
+    )
+
+
 def _check(expr: pp.Expr, namespace: str, label: str) -> None:
-    selectors = _selectors(expr)
-    loose = [str(vs) for vs in selectors if not _is_confined(vs, namespace, label)]
+    loose = []
+    for n in _walk(expr):  # a range vector's selector is a node of its own
+        if isinstance(n, pp.VectorSelector):
+            if n.matchers.or_matchers:
+                raise IsolationError(OR_IN_BRACES)
+            if not _is_confined(n, namespace, label):
+                loose.append(str(n))
+        elif isinstance(n, pp.Call) and n.func.name in _IMPLICIT_READS:
+            raise IsolationError(f"{n.func.name}() reads series no selector names; not allowed here")
     if loose:
         raise IsolationError(f"selectors not confined to {label}={namespace!r}: {', '.join(loose)}")
 
 
 def confine_selector(selector: str, namespace: str, label: str = NAMESPACE_LABEL) -> str:
     """A series selector (a rule's ``seriesQuery``, sent as ``match[]``) confined likewise."""
+    try:
+        check_size(selector, CEILING)
+    except QueryTooLarge as e:
+        raise QueryTooLargeError(str(e)) from None
     expr = _parse(selector)
     if not isinstance(expr, pp.VectorSelector):
         raise IsolationError(f"{selector!r} is not a series selector")

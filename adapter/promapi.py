@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import NamedTuple, Protocol, TypeVar, cast
 
 T = TypeVar("T")
+# Held around a query only when it is sent: an answer from the cache, or from an identical
+# query already in flight, passes no gate (``adapter.team_gate`` counts what Prometheus does)
+Gate = Callable[[], AbstractAsyncContextManager[None]]
 
 
 class PrometheusUnavailable(Exception):  # noqa: N818 - reads as a state: "Prometheus unavailable"
@@ -45,8 +49,9 @@ class PrometheusAPI(Protocol):
     @property
     def url(self) -> str: ...
 
-    async def query(self, promql: str) -> list[Sample]:
-        """An instant query's vector (a scalar is one sample without labels)."""
+    async def query(self, promql: str, gate: Gate | None = None) -> list[Sample]:
+        """An instant query's vector (a scalar is one sample without labels); ``gate`` is
+        entered around the request, if one is sent."""
         ...
 
     async def series(self, match: str, max_age: timedelta) -> list[dict[str, str]]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import ssl
 import time
@@ -43,7 +44,7 @@ from cachetools import TTLCache
 
 from shared.httpclient import Connections, Origin, form_encode
 
-from .promapi import PrometheusRejected, PrometheusTimeout, PrometheusUnavailable, Sample, gather_all
+from .promapi import Gate, PrometheusRejected, PrometheusTimeout, PrometheusUnavailable, Sample, gather_all
 from .promsettings import PrometheusHTTPError, PrometheusSettings, TransportError
 
 if TYPE_CHECKING:
@@ -257,8 +258,9 @@ class Prometheus:
             chunk_start = chunk_end + step
         return [(dict(k), v) for k, v in out.items()]
 
-    async def query(self, promql: str) -> list[Sample]:
-        """An instant query; cached for the TTL; concurrent identical queries coalesce."""
+    async def query(self, promql: str, gate: Gate | None = None) -> list[Sample]:
+        """An instant query; cached for the TTL; concurrent identical queries coalesce;
+        ``gate`` is held while it is sent."""
         if self._cache is not None and promql in self._cache:
             self.cache_hits += 1
             return self._cache[promql]
@@ -283,11 +285,12 @@ class Prometheus:
             return (await self._get_json("/api/v1/query", params, left, long))["result"]
 
         try:
-            raw = await (
-                self._acall("query", over_http, bounded=True)
-                if self._http is not None
-                else self._call("query", fetch)
-            )
+            async with gate() if gate is not None else contextlib.nullcontext():
+                raw = await (
+                    self._acall("query", over_http, bounded=True)
+                    if self._http is not None
+                    else self._call("query", fetch)
+                )
             samples = [_sample(r) for r in raw]
             if self._cache is not None:
                 self._cache[promql] = samples

@@ -8,9 +8,10 @@ uses a watch-backed cache of Kubernetes objects; without one (local use) only se
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -21,20 +22,25 @@ from .backends import Backends
 from .config import Config, GroupResource
 from .isolation import IsolationError
 from .naming import NAMESPACES, NODES, PODS
-from .promapi import PrometheusAPI, PrometheusTimeout, Sample
+from .promapi import Gate, PrometheusAPI, PrometheusTimeout, Sample
 from .promql import QueryError
 from .queries import ObjectQuery, container_query, custom_query, external_query, node_query
+from .query_cost import over_cost
 from .registry import Registry
 from .requests import BadRequest, MetricRequest, NotFound
-from .team_rules import Assignment, TeamRule
+from .team_gate import TeamGate, TeamLimitError
+from .team_rules import NAMESPACED, Assignment, Key, TeamRule
 from .team_rules import Served as TeamServed
 from .wire import CUSTOM, EXTERNAL, RESOURCE, item_builder, milli_quantity, timestamp, value_list
 
 
 class TeamRules(Protocol):
-    """What serving needs of ``adapter.team_watch.TeamRuleWatch``: the current assignment."""
+    """What serving needs of ``adapter.team_watch.TeamRuleWatch``: the current assignment,
+    and where to say that a rule's request met a per-namespace limit (or no longer does)."""
 
     assignment: Assignment
+
+    def note_limit(self, key: Key, problem: str | None) -> None: ...
 
 
 class ObjectLister(Protocol):
@@ -83,6 +89,7 @@ class Providers:
         # MetricRules and ClusterMetricRules (``adapter.team_watch``), when watched
         self.team: TeamRules | None = None
         self.team_query_timeout = 5.0
+        self.team_gate = TeamGate()  # the per-namespace limits on MetricRule queries
 
     async def _names(self, req: MetricRequest) -> tuple[str, ...]:
         assert req.resource is not None
@@ -181,9 +188,42 @@ class Providers:
         return _external_list(req, samples, req.selector if rule.rule is None else None, zero=zero)
 
     async def _team_query(self, rule: TeamRule, query: str) -> list[Sample]:
+        """A team rule's query under its limits: a MetricRule's within its namespace's
+        (``adapter.team_gate``), every one within the team rules' query time limit. A limit
+        hit is said on the rule's status too."""
+        if rule.kind != NAMESPACED:
+            return await self._timed(rule, query)
+        gate, held = self.team_gate, []
+
+        @contextlib.asynccontextmanager
+        async def slot() -> AsyncIterator[None]:
+            async with gate.slot(rule.namespace):
+                held.append(True)
+                yield
+
+        try:
+            problem = over_cost(rule.reach, gate.limits, time.time())  # an @ pin reaches further each day
+            if problem is not None:
+                raise TeamLimitError(422, "Invalid", f"{rule.describe()}: {problem}")
+            try:
+                samples = await self._timed(rule, query, slot)
+            except PrometheusTimeout:
+                if held:
+                    raise
+                raise gate.busy(rule.namespace, self.team_query_timeout) from None
+            gate.check_series(rule.describe(), len(samples))
+        except TeamLimitError as e:
+            if self.team is not None:
+                self.team.note_limit(rule.key, str(e))
+            raise
+        if self.team is not None:
+            self.team.note_limit(rule.key, None)
+        return samples
+
+    async def _timed(self, rule: TeamRule, query: str, gate: Gate | None = None) -> list[Sample]:
         try:
             async with asyncio.timeout(self.team_query_timeout):
-                return await self.backends.get(rule.backend).query(query)
+                return await self.backends.get(rule.backend).query(query, gate)
         except TimeoutError:
             raise PrometheusTimeout(
                 f"{rule.describe()}: no answer within the team rules' query time limit "

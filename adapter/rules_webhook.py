@@ -40,8 +40,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from .backends import Backends
 from .check_config import Verdict, validate
+from .judging import RuleJudge
 from .promapi import PrometheusAPI
-from .team_rules import CLUSTER, NAMESPACED, Limits, judge, key_of
+from .team_rules import CLUSTER, NAMESPACED, key_of
 from .team_rules import Verdict as TeamVerdict
 
 log = structlog.get_logger("adapter.webhook")
@@ -193,13 +194,15 @@ class RulesReviewer:
 
 class MetricRuleReviewer:
     """Answers AdmissionReviews of a MetricRule or ClusterMetricRule: what the adapter would
-    judge ``Invalid`` or ``NotAllowed`` (its PromQL, its confinement, its backend) is refused
-    at create time with the same message its status would carry; the rest -- a conflict,
-    the file form -- depends on the cluster and is said on the status instead. Offline: no
-    Prometheus call, so no bound beyond the body size is needed."""
+    judge ``Invalid`` or ``NotAllowed`` (its PromQL, its confinement, its size and cost
+    limits, its backend) is refused at create time with the same message its status would
+    carry; the rest -- a conflict, the file form's discovery -- depends on the cluster and is
+    said on the status instead. Judged in the adapter's judging workers (``adapter.judging``)
+    within ``timeout``, below the webhook's own: a rule that cannot be judged in time is
+    refused with why, as its status would say."""
 
-    def __init__(self, limits: Limits, metrics: WebhookMetrics) -> None:
-        self.limits, self.metrics = limits, metrics
+    def __init__(self, judge: RuleJudge, metrics: WebhookMetrics, timeout: float = 8.0) -> None:
+        self.judge, self.metrics, self.timeout = judge, metrics, timeout
 
     async def handle(self, request: web.Request) -> web.Response:
         """``POST /validate/metricrules`` (AdmissionReview v1)."""
@@ -218,7 +221,7 @@ class MetricRuleReviewer:
             )
         if kind not in (NAMESPACED, CLUSTER) or not isinstance(obj, dict):
             return "denied", web.json_response(_review(uid, False, f"not a MetricRule: {kind}"))
-        got = judge(kind, obj, self.limits)
+        got = await self.judge.judge(kind, obj, time.time(), timeout=min(self.timeout, self.judge.timeout))
         _, ns, name = key_of(kind, obj)
         where = f"{kind} {ns + '/' if ns else ''}{name}"
         if isinstance(got, TeamVerdict) and got.reason in ("Invalid", "NotAllowed"):

@@ -48,8 +48,9 @@ from .auth import Authenticator, RequestHeaderConfig, add_client_ca, load_reques
 from .backends import Backends, basic_auth
 from .config import Backend, Config, load_config, parse_config
 from .default_rules import DEFAULT_RULES
-from .flags import prometheus_settings
+from .flags import prometheus_settings, team_limits
 from .health import Health, ProbeServer
+from .judging import RuleJudge
 from .objects import ObjectCache
 from .prometheus import Prometheus, PrometheusSettings
 from .providers import Providers
@@ -57,6 +58,7 @@ from .registry import Registry
 from .relister import Relister
 from .reload import RuleReloader
 from .rules_webhook import MetricRuleReviewer, RulesReviewer, WebhookMetrics, webhook_app
+from .team_gate import TeamGate
 from .team_rules import Limits
 from .team_watch import TeamRuleWatch
 from .upstreams import Upstreams
@@ -149,6 +151,18 @@ class Adapter:
         self.upstreams = Upstreams(self.config.upstreams, self.metrics)
         self.requestheader: RequestHeaderConfig | None = None
         self.objects: ObjectCache | None = None
+        try:
+            self.team_size_cost = team_limits(a)
+        except ValueError as e:
+            raise StartupError(str(e)) from None
+        # MetricRules are judged in worker processes (the watch's and the webhook's), started
+        # with the watch or at the first review
+        self.judge = RuleJudge(
+            self._team_limits(),
+            a.team_rule_judge_workers,
+            a.team_rule_judge_timeout.total_seconds(),
+            self.metrics.registry,
+        )
 
     def create_app(self) -> web.Application:
         """The application factory: routes, then the contexts that open what they serve."""
@@ -229,7 +243,7 @@ class Adapter:
     def _team_limits(self) -> Limits:
         a = self.args
         names = {"" if n.strip() in ("", "default") else n.strip() for n in a.team_rule_backends.split(",")}
-        return Limits(a.team_rules_per_namespace, frozenset(names))
+        return Limits(a.team_rules_per_namespace, frozenset(names), *self.team_size_cost)
 
     @contextlib.asynccontextmanager
     async def _team_rules(self, app: web.Application, kube: Kube) -> AsyncIterator[None]:
@@ -243,9 +257,11 @@ class Adapter:
             self.backends,
             self.max_age,
             watch_idle_timeout=a.informer_watch_idle_timeout.total_seconds(),
+            judge=self.judge,
         )
         providers = app[PROVIDERS]
         providers.team, providers.team_query_timeout = watch, a.team_rule_query_timeout.total_seconds()
+        providers.team_gate = TeamGate(self.team_size_cost[1])
         async with contextlib.asynccontextmanager(watch.context)(app):
             yield
 
@@ -293,7 +309,7 @@ class Adapter:
             concurrency=a.rules_webhook_concurrency,
             metrics=reviews,
         )
-        team = MetricRuleReviewer(self._team_limits(), reviews)
+        team = MetricRuleReviewer(self.judge, reviews, timeout=a.rules_webhook_timeout.total_seconds())
         runner = web.AppRunner(
             webhook_app(reviewer, a.rules_webhook_allowed_names, team),
             access_log=None,
@@ -381,6 +397,7 @@ async def serve(a: argparse.Namespace) -> int:
         if webhook is not None:
             await webhook.cleanup()
         await runner.cleanup()
+        await asyncio.to_thread(adapter.judge.close)  # the webhook's judges, if the watch had none
         if probes is not None:
             probes.stop()
     log.info("stopped")

@@ -36,10 +36,12 @@ import yaml
 from shared.selectors import Selector
 
 from .config import ConfigError, GroupResource, Rule, parse_config
-from .isolation import IsolationError, confine, confine_selector
+from .isolation import IsolationError, Reach, confine, confine_query, confine_selector
 from .naming import NAMESPACES, NODES, PODS
 from .promql import QueryError
 from .queries import ObjectQuery, custom_query, external_query
+from .query_cost import CostLimits, over_cost
+from .query_size import CEILING, QueryTooLarge, SizeLimits, check_size
 
 GROUP, VERSION = "promhpa.io", "v1alpha1"
 NAMESPACED, CLUSTER = "MetricRule", "ClusterMetricRule"
@@ -57,6 +59,12 @@ CLUSTER_SCOPED = {NAMESPACES, NODES, GroupResource("", "persistentvolumes")}
 class Limits:
     per_namespace: int = 50
     backends: frozenset[str] = frozenset({""})  # "" is the adapter's --prometheus-url
+    size: SizeLimits = field(
+        default_factory=SizeLimits
+    )  # a MetricRule's text (a ClusterMetricRule's: CEILING)
+    cost: CostLimits = field(
+        default_factory=CostLimits
+    )  # a MetricRule's (a ClusterMetricRule is the platform's)
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,9 @@ class TeamRule:
     created: str
     rule: Rule | None = None  # the file form, parsed as the rule file's would be
     selector: str = ""  # the file form's seriesQuery, as sent (confined for a MetricRule)
+    reach: Reach = field(
+        default_factory=Reach
+    )  # what its query reads (a MetricRule's; checked again per request for @)
 
     @property
     def custom(self) -> bool:
@@ -152,13 +163,16 @@ def key_of(kind: str, obj: Mapping[str, Any]) -> Key:
     return (kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
-def judge(kind: str, obj: Mapping[str, Any], limits: Limits) -> TeamRule | Verdict:
-    """One object on its own: its served form, or why it cannot be served."""
+def judge(kind: str, obj: Mapping[str, Any], limits: Limits, now: float | None = None) -> TeamRule | Verdict:
+    """One object on its own: its served form, or why it cannot be served. ``now`` (seconds
+    since the epoch) is when an ``@`` pin's reach is measured; None leaves that to each
+    request."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     namespace = str(meta.get("namespace") or "") if kind == NAMESPACED else ""
+    size = limits.size if kind == NAMESPACED else CEILING
     if "query" not in spec:
-        return _file_form(kind, obj, namespace, limits)
+        return _file_form(kind, obj, namespace, limits, now)
     metric, query = spec.get("metric"), spec.get("query")
     if not isinstance(metric, str) or not _METRIC.fullmatch(metric):
         return Verdict("False", "Invalid", f"spec.metric: {metric!r} is not a metric name")
@@ -168,10 +182,19 @@ def judge(kind: str, obj: Mapping[str, Any], limits: Limits) -> TeamRule | Verdi
     refused = _backend_refused(kind, backend, limits)
     if refused is not None:
         return refused
+    reach = Reach()
     try:
-        sent = confine(query, namespace) if kind == NAMESPACED else _checked(query)
-    except IsolationError as e:
+        check_size(query, size, "the query")
+        if kind == NAMESPACED:
+            confined = confine_query(query, namespace)
+            sent, reach = confined.query, confined.reach
+        else:
+            sent = _checked(query)
+    except (IsolationError, QueryTooLarge) as e:
         return Verdict("False", "Invalid", f"spec.query: {e}")
+    costly = _over_cost(kind, reach, limits, now)
+    if costly is not None:
+        return Verdict("False", "Invalid", f"spec.query: {costly}")
     return TeamRule(
         kind,
         namespace,
@@ -181,7 +204,16 @@ def judge(kind: str, obj: Mapping[str, Any], limits: Limits) -> TeamRule | Verdi
         backend,
         int(meta.get("generation") or 0),
         str(meta.get("creationTimestamp") or ""),
+        reach=reach,
     )
+
+
+def _over_cost(kind: str, reach: Reach, limits: Limits, now: float | None) -> str | None:
+    if kind != NAMESPACED:
+        return None
+    if now is None:  # an @ pin's reach grows with time: each request measures it
+        reach = Reach(reach.longest_range_ms, reach.lookback_ms, reach.smallest_step_ms, None)
+    return over_cost(reach, limits.cost, now or 0.0)
 
 
 def _backend_refused(kind: str, backend: str, limits: Limits) -> Verdict | None:
@@ -198,7 +230,9 @@ def _backend_refused(kind: str, backend: str, limits: Limits) -> Verdict | None:
 _FILE_KEYS = ("seriesQuery", "seriesFilters", "metricsQuery", "name", "resources", "absent")
 
 
-def _file_form(kind: str, obj: Mapping[str, Any], namespace: str, limits: Limits) -> TeamRule | Verdict:
+def _file_form(
+    kind: str, obj: Mapping[str, Any], namespace: str, limits: Limits, now: float | None
+) -> TeamRule | Verdict:
     """The rule file's shape (``rules`` for kind Custom, ``externalRules`` for External),
     checked by the rule file's own parser."""
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
@@ -207,23 +241,36 @@ def _file_form(kind: str, obj: Mapping[str, Any], namespace: str, limits: Limits
     refused = _backend_refused(kind, backend, limits)
     if refused is not None:
         return refused
+    size = limits.size if kind == NAMESPACED else CEILING
+    for key in ("seriesQuery", "metricsQuery"):
+        if isinstance(spec.get(key), str):
+            try:
+                check_size(spec[key], size, f"spec.{key}")
+            except QueryTooLarge as e:
+                return Verdict("False", "Invalid", str(e))
     text = yaml.safe_dump({section: [{k: spec[k] for k in _FILE_KEYS if k in spec}]}, sort_keys=False)
     try:
-        config = parse_config(text, "spec")
+        # a team's regexps are always searched by RE2: linear in the name, whatever the pattern
+        config = parse_config(text, "spec", fast_regexps=False)
         (rule,) = config.external_rules if section == "externalRules" else config.rules
         series_query = str(spec["seriesQuery"])
         selector = confine_selector(series_query, namespace) if kind == NAMESPACED else _checked(series_query)
         trial = TeamRule(kind, namespace, "", "", "", backend, 0, "", rule, selector)
         if trial.custom:  # the template renders and confines
-            trial.render_custom(
-                "promhpa_trial_series", ObjectQuery(PODS, namespace or "default", ("p",), None)
+            query, _ = custom_query(
+                rule, "promhpa_trial_series", ObjectQuery(PODS, namespace or "default", ("p",), None)
             )
         else:
-            trial.render("promhpa_trial_series", namespace or None, None)
+            query = external_query(rule, "promhpa_trial_series", namespace or None, None)
+        check_size(query, size, "spec.metricsQuery, rendered")
+        reach = confine_query(query, namespace).reach if kind == NAMESPACED else Reach()
     except ConfigError as e:
         return Verdict("False", "Invalid", str(e).replace(f"{section}[0].", ""))
-    except (IsolationError, QueryError) as e:
+    except (IsolationError, QueryError, QueryTooLarge) as e:
         return Verdict("False", "Invalid", f"spec: {e}")
+    costly = _over_cost(kind, reach, limits, now)
+    if costly is not None:
+        return Verdict("False", "Invalid", f"spec.metricsQuery: {costly}")
     return TeamRule(
         kind,
         namespace,
@@ -235,6 +282,7 @@ def _file_form(kind: str, obj: Mapping[str, Any], namespace: str, limits: Limits
         str(meta.get("creationTimestamp") or ""),
         rule,
         selector,
+        reach,
     )
 
 
@@ -257,12 +305,27 @@ class Judged:
 
 
 def judge_all(
-    objects: Iterable[tuple[str, Mapping[str, Any]]], last_good: Mapping[Key, TeamRule], limits: Limits
+    objects: Iterable[tuple[str, Mapping[str, Any]]],
+    last_good: Mapping[Key, TeamRule],
+    limits: Limits,
+    now: float | None = None,
 ) -> Judged:
+    """Every object judged here, in this process (the adapter judges in workers instead:
+    ``adapter.judging``) and collected."""
+    objs = list(objects)
+    return collect(objs, {key_of(k, o): judge(k, o, limits, now) for k, o in objs}, last_good)
+
+
+def collect(
+    objects: Iterable[tuple[str, Mapping[str, Any]]],
+    judgments: Mapping[Key, TeamRule | Verdict],
+    last_good: Mapping[Key, TeamRule],
+) -> Judged:
+    """Each object's judgment, with an invalid edit's last valid version kept serving."""
     out = Judged()
     for kind, obj in objects:
         key = key_of(kind, obj)
-        got = judge(kind, obj, limits)
+        got = judgments[key]
         if isinstance(got, TeamRule):
             out.candidates[key] = got
             continue
@@ -358,9 +421,13 @@ def _served_verdict(rule: TeamRule, names: Mapping[Name, str], taken: Mapping[Na
 
 
 def condition(
-    verdict: Verdict, generation: int, now: str, previous: Mapping[str, Any] | None
+    verdict: Verdict,
+    generation: int,
+    now: str,
+    previous: Mapping[str, Any] | None,
+    type_: str = "Accepted",
 ) -> dict[str, Any]:
-    """The Accepted condition for a verdict (its transition time kept while its status holds)."""
+    """The condition for a verdict (its transition time kept while its status holds)."""
     since = now
     if (
         previous is not None
@@ -369,7 +436,7 @@ def condition(
     ):
         since = str(previous["lastTransitionTime"])
     return {
-        "type": "Accepted",
+        "type": type_,
         "status": verdict.status,
         "reason": verdict.reason,
         "message": verdict.message,

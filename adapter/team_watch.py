@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,6 +27,7 @@ from shared.kube.informer import Informer
 
 from .backends import Backends
 from .config import GroupResource
+from .judging import RuleJudge
 from .promapi import PrometheusUnavailable
 from .registry import index_series
 from .team_rules import (
@@ -39,9 +41,11 @@ from .team_rules import (
     Limits,
     Name,
     TeamRule,
+    Verdict,
+    collect,
     condition,
     give_out,
-    judge_all,
+    key_of,
 )
 
 log = structlog.get_logger("adapter.team_rules")
@@ -68,8 +72,16 @@ class TeamRuleWatch:
         max_age: timedelta,
         resync: float = 30.0,
         watch_idle_timeout: float = 90.0,
+        judge: RuleJudge | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.kube, self.limits, self.file_metrics, self.resync = kube, limits, file_metrics, resync
+        self.judge = judge or RuleJudge(limits)
+        self.clock = clock
+        # each object's judgment, by the version judged: a reconcile judges only what changed
+        self._judged: dict[Key, tuple[tuple[str, str], TeamRule | Verdict]] = {}
+        # the request-time limits each served rule last hit (None: its last answer was within them)
+        self.limited: dict[Key, str | None] = {}
         self.backends, self.max_age, self.file_custom = backends, max_age, file_custom
         self.assignment = Assignment()
         self._good: dict[Key, TeamRule] = {}
@@ -91,6 +103,7 @@ class TeamRuleWatch:
     async def context(self, _: web.Application) -> AsyncIterator[None]:
         """Start watching; stop with the app (aiohttp cleanup context)."""
         self._loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self.judge.start)
         for informer in self.informers.values():
             informer.start()
         task = asyncio.create_task(self._run(), name="team-rules")
@@ -102,6 +115,37 @@ class TeamRuleWatch:
                 await task
             for informer in self.informers.values():
                 informer.stop()
+            await asyncio.to_thread(self.judge.close)
+
+    def note_limit(self, key: Key, problem: str | None) -> None:
+        """A served rule's request hit a per-namespace limit (``problem``), or answered within
+        them (None): said on its status at the next reconcile when it changed."""
+        if self.limited.get(key) != problem and (problem is not None or key in self.limited):
+            self.limited[key] = problem
+            self._wake.set()
+
+    async def _judge_all(self, objects: list[tuple[str, dict[str, Any]]]) -> dict[Key, TeamRule | Verdict]:
+        """Each object's judgment: from the last reconcile when its version is the same, else
+        from the judging workers, all at once."""
+        now = self.clock()
+        out: dict[Key, TeamRule | Verdict] = {}
+        pending: dict[Key, tuple[tuple[str, str], asyncio.Task[TeamRule | Verdict]]] = {}
+        for kind, obj in objects:
+            key = key_of(kind, obj)
+            meta = obj.get("metadata") or {}
+            version = (str(meta.get("uid") or ""), str(meta.get("generation") or meta.get("resourceVersion")))
+            known = self._judged.get(key)
+            if known is not None and known[0] == version:
+                out[key] = known[1]
+            else:
+                pending[key] = (version, asyncio.create_task(self.judge.judge(kind, obj, now)))
+        for key, (version, task) in pending.items():
+            out[key] = await task
+            self._judged[key] = (version, out[key])
+        for key in set(self._judged) - set(out):
+            del self._judged[key]
+            self.limited.pop(key, None)
+        return out
 
     async def _run(self) -> None:
         while True:
@@ -151,7 +195,7 @@ class TeamRuleWatch:
             if informer.synced.is_set()
             for obj in informer.items()
         ]
-        judged = judge_all(objects, self._good, self.limits)
+        judged = collect(objects, await self._judge_all(objects), self._good)
         discovered = await self._discover(judged.candidates.values(), rediscover)
         assignment = give_out(judged, self.file_metrics(), self.limits, discovered, self.file_custom())
         if set(assignment.served) != set(self.assignment.served):
@@ -168,17 +212,29 @@ class TeamRuleWatch:
             return
         status = dict(obj.get("status") or {})
         conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
-        previous = next((c for c in conditions if c.get("type") == "Accepted"), None)
         generation = int(meta.get("generation") or 0)
-        wanted = condition(verdict, generation, _now(), previous)
+        wanted = {"Accepted": verdict}
+        if key in self.limited:  # a served rule whose answers met a per-namespace limit
+            problem = self.limited[key]
+            wanted["WithinLimits"] = (
+                Verdict("True", "WithinLimits", "the last answer was within the namespace's query limits")
+                if problem is None
+                else Verdict("False", "LimitExceeded", problem)
+            )
+        changed = False
+        for kind_of, v in wanted.items():
+            previous = next((c for c in conditions if c.get("type") == kind_of), None)
+            new = condition(v, generation, _now(), previous, kind_of)
+            if previous is None or any(
+                previous.get(k) != new[k] for k in ("status", "reason", "message", "observedGeneration")
+            ):
+                conditions = [c for c in conditions if c.get("type") != kind_of] + [new]
+                changed = True
         spec = obj.get("spec") or {}
         metric = spec.get("metric") if isinstance(spec.get("metric"), str) else None
-        same = previous is not None and all(
-            previous.get(k) == wanted[k] for k in ("status", "reason", "message", "observedGeneration")
-        )
-        if same and status.get("observedGeneration") == generation and status.get("metric") == metric:
+        if not changed and status.get("observedGeneration") == generation and status.get("metric") == metric:
             return
-        status["conditions"] = [c for c in conditions if c.get("type") != "Accepted"] + [wanted]
+        status["conditions"] = conditions
         status["observedGeneration"] = generation
         if metric is not None:
             status["metric"] = metric

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from adapter.promapi import PrometheusUnavailable, Sample
+from adapter.promapi import Gate, PrometheusUnavailable, Sample
 
 
 @dataclass
@@ -18,7 +18,7 @@ class RecordedPrometheus:
     asked: list[str] = field(default_factory=list)
     url: str = "recorded://prometheus"
 
-    async def query(self, promql: str) -> list[Sample]:
+    async def query(self, promql: str, gate: Gate | None = None) -> list[Sample]:
         self.asked.append(promql)
         if self.failure is not None:
             raise self.failure

@@ -8,7 +8,7 @@ from datetime import timedelta
 import promql_parser as pp
 import pytest
 
-from adapter.isolation import IsolationError, check, confine, confine_selector
+from adapter.isolation import IsolationError, _shape, check, confine, confine_selector
 
 NS = "team-a"
 
@@ -111,10 +111,38 @@ def test_info_is_refused_because_it_reads_series_no_selector_names() -> None:
         confine("info(foo)", NS)
 
 
-def test_a_rewrite_that_would_change_the_meaning_is_refused() -> None:
-    # the parser's printer writes a subquery without a step as a range selector
-    with pytest.raises(IsolationError, match="without changing its meaning"):
-        confine("rate(foo[5m:])", NS)
+def test_a_subquery_without_a_step_keeps_prometheus_default_step() -> None:
+    sub = pp.parse(confine("rate(foo[5m:])", NS)).args[0]
+    assert isinstance(sub, pp.SubqueryExpr)
+    assert (sub.range, sub.step) == (timedelta(minutes=5), None)
+
+
+PRECEDENCE = [
+    "a - b - c",
+    "a - (b - c)",
+    "a ^ b ^ c",
+    "-a ^ b",
+    "(-a) ^ b",
+    "a + b * c",
+    "(a + b) * c",
+    "a or b and c",
+    "a > bool 2 * 3",
+    "a - -1",
+    "1 - Inf",
+    "a / on(pod) group_left(node) b * c",
+    "sum by (x) (a) / ignoring(y) sum without (z) (b)",
+    "topk by (q) (3, a)",
+    'count_values by (q) ("v", a)',
+    "max_over_time((a - b)[10m:1m] offset 5m)",
+]
+
+
+@pytest.mark.parametrize("query", PRECEDENCE)
+def test_what_a_query_means_survives_the_rewrite(query: str) -> None:
+    """The printed query parses to the same tree as the team's, parentheses and our matcher
+    aside: precedence cannot regroup what is printed."""
+    out = confine(query, NS)
+    assert _shape(pp.parse(out), NS, "namespace") == _shape(pp.parse(query), NS, "namespace"), out
 
 
 def test_invalid_promql_is_refused_with_the_parsers_message() -> None:
