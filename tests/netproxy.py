@@ -23,6 +23,10 @@ class Proxy:
         self.upstream = (upstream_host, upstream_port)
         self.port = free_port()
         self.delay = 0.0  # seconds each upstream answer chunk is held before it is passed on
+        # requests waiting for their answer now, and the most at once (a connection whose
+        # client has sent bytes the upstream has not answered yet counts as one)
+        self.pending = 0
+        self.most_pending = 0
         self._frozen = threading.Event()
         self._closed = threading.Event()
         self._lock = threading.Lock()
@@ -67,23 +71,36 @@ class Proxy:
             upstream.settimeout(None)
             with self._lock:
                 self._pairs.append((client, upstream))
-            threading.Thread(target=self._pump, args=(client, upstream, False), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, True), daemon=True).start()
+            waiting = [False]  # this connection's client awaits an answer
+            threading.Thread(target=self._pump, args=(client, upstream, False, waiting), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, True, waiting), daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket, answers: bool) -> None:
+    def _mark(self, waiting: list[bool], now: bool) -> None:
+        with self._lock:
+            if waiting[0] != now:
+                waiting[0] = now
+                self.pending += 1 if now else -1
+                self.most_pending = max(self.most_pending, self.pending)
+
+    def _pump(self, src: socket.socket, dst: socket.socket, answers: bool, waiting: list[bool]) -> None:
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
+                if not answers:
+                    self._mark(waiting, True)
                 while self._frozen.is_set() and not self._closed.is_set():
                     time.sleep(0.05)  # held: neither side hears anything
                 if answers and self.delay:
                     time.sleep(self.delay)
                 dst.sendall(data)
+                if answers:
+                    self._mark(waiting, False)
         except OSError:
             pass
         finally:
+            self._mark(waiting, False)
             for s in (src, dst):
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)

@@ -218,3 +218,32 @@ def test_the_condition_keeps_its_transition_time_while_its_status_holds() -> Non
         "2026-11-25T11:00:00Z",
     )
     assert same["observedGeneration"] == 3
+
+
+def test_a_teams_regexps_run_on_re2_which_backtracks_on_nothing() -> None:
+    """``(a+)+$`` takes exponential time in Python's engine on a name like a…a!; the rule
+    file's own regexps may use that engine (the platform's), a team's never do."""
+    got = judge(NAMESPACED, file_rule(name={"matches": "^(a+)+$", "as": "x"}), LIMITS)
+    assert isinstance(got, TeamRule)
+    assert got.rule is not None
+    assert got.rule.naming is not None
+    assert got.rule.naming.matches.fast is False
+    assert got.rule.naming.matches.search("a" * 64 + "!") is None
+
+
+def test_a_query_over_a_size_limit_is_invalid_naming_the_flag() -> None:
+    got = judge(NAMESPACED, rule("q", query="+".join(["x"] * 200)), LIMITS)
+    assert isinstance(got, Verdict)
+    assert "--team-rule-max-query-depth" in got.message
+
+
+def test_a_file_forms_template_over_a_size_limit_is_invalid_naming_the_key() -> None:
+    got = judge(NAMESPACED, file_rule(metricsQuery="abs(" * 100 + "<<.Series>>" + ")" * 100), LIMITS)
+    assert isinstance(got, Verdict)
+    assert got.message.startswith("spec.metricsQuery nests")
+
+
+def test_an_at_pin_past_the_lookback_is_invalid_when_judged_at_a_time() -> None:
+    got = judge(NAMESPACED, rule("q", query="sum(queue @ 1000)"), LIMITS, now=1_800_000_000)
+    assert isinstance(got, Verdict)
+    assert "--team-rule-max-lookback" in got.message
