@@ -60,8 +60,9 @@ SEED ?= 1
 differential: venv cluster-tools
 	PROMHPA_DIFF_SNAPSHOTS=$(SNAPSHOTS) PROMHPA_DIFF_SEED=$(SEED) $(BIN)/pytest -q -s tests/differential
 
+# Upstream's answers for the cases in tests/conformance (and ../shared/conformance's, if there)
 conformance: venv
-	$(BIN)/python ../shared/conformance/run.py ../shared/conformance/hpa
+	$(BIN)/python tests/conformance/run.py tests/conformance/hpa $(wildcard ../shared/conformance/hpa)
 
 # The whole story: control plane, Prometheus, a demo app, adapter and controller; the HPA
 # scales up with the load and back down; everything is stopped at the end.

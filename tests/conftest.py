@@ -1,4 +1,4 @@
-"""Test-wide fixtures: where the shared conformance material lives."""
+"""Test-wide fixtures: where the conformance cases live, and the real servers the tests share."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ import pytest
 from tests.support import Exporter, PrometheusProcess, missing, prometheus_binary
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFORMANCE = Path(os.environ.get("PROMHPA_CONFORMANCE", ROOT.parent / "shared" / "conformance"))
+# the cases kept in the repository (tests/conformance/README.md), and any more beside it: the
+# founding material's folder next to a clone, or one PROMHPA_CONFORMANCE names
+CONFORMANCE = ROOT / "tests" / "conformance"
+EXTRA_CONFORMANCE = Path(os.environ.get("PROMHPA_CONFORMANCE", ROOT.parent / "shared" / "conformance"))
 
 
 # what a test needs, read from the fixtures it uses: `make unit` runs only what needs none
@@ -30,7 +33,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def conformance_dir() -> Path:
     if not (CONFORMANCE / "hpa").is_dir():
-        missing(f"conformance cases not found at {CONFORMANCE} (set PROMHPA_CONFORMANCE)")
+        missing(f"conformance cases not found at {CONFORMANCE}: the repository is incomplete")
     return CONFORMANCE
 
 

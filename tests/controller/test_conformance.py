@@ -1,4 +1,5 @@
-"""Upstream's answers, case by case: every snapshot under ../shared/conformance/hpa.
+"""Upstream's answers, case by case: every snapshot under tests/conformance/hpa, and under
+the founding material's folder too where it sits beside the clone (tests/conftest.py).
 
 Each case is decided in-process by the same engine ``decide`` uses, and compared with the
 checker that ships beside the cases (so the comparison rules are the material's, not ours).
@@ -16,9 +17,20 @@ import pytest
 import yaml
 
 from controller.engine import ParseMemo, decide, parse_snapshot
-from tests.conftest import CONFORMANCE
+from tests.conftest import CONFORMANCE, EXTRA_CONFORMANCE
 
-CASES = sorted((CONFORMANCE / "hpa").rglob("*.yaml")) if (CONFORMANCE / "hpa").is_dir() else []
+
+def _cases() -> list[Path]:
+    """The repository's cases, then the extra folder's that the repository lacks."""
+    ours = sorted((CONFORMANCE / "hpa").rglob("*.yaml"))
+    have = {p.relative_to(CONFORMANCE) for p in ours}
+    extra = (
+        sorted((EXTRA_CONFORMANCE / "hpa").rglob("*.yaml")) if (EXTRA_CONFORMANCE / "hpa").is_dir() else []
+    )
+    return ours + [p for p in extra if p.relative_to(EXTRA_CONFORMANCE) not in have]
+
+
+CASES = _cases()
 
 
 def _checker() -> ModuleType:
@@ -51,8 +63,11 @@ def test_conformance_runner_reports_zero_failures(conformance_dir: Path) -> None
     """The material's own runner, through the real CLI, in one process for all cases."""
     import subprocess
 
+    folders = [str(conformance_dir / "hpa")]
+    if (EXTRA_CONFORMANCE / "hpa").is_dir():
+        folders.append(str(EXTRA_CONFORMANCE / "hpa"))
     proc = subprocess.run(
-        [sys.executable, str(conformance_dir / "run.py"), str(conformance_dir / "hpa")],
+        [sys.executable, str(conformance_dir / "run.py"), *folders],
         capture_output=True,
         text=True,
         timeout=300,
@@ -66,7 +81,6 @@ _MEMO = ParseMemo()  # shared by every case, as one controller's reconciles shar
 
 
 @pytest.mark.conformance
-@pytest.mark.skipif(not CASES, reason="no conformance cases found (../shared/conformance/hpa)")
 @pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_pods_parsed_once_decide_as_pods_parsed_each_time(case: Path) -> None:
     """The live controller's memo of parsed pods (hit on the second reconcile) changes nothing."""
