@@ -22,6 +22,7 @@ module names are strings so the import contracts still hold.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import signal
@@ -35,10 +36,8 @@ def _exit(*_: Any) -> NoReturn:
 
 def _killed(signum: int, _frame: Any) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     os._exit(128 + signum)
 
 
