@@ -10,6 +10,7 @@ if __name__ == "__main__":  # python -m adapter: SIGTERM handled first, then thi
 
 import asyncio
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,13 @@ def check(args: list[str]) -> int:
             return 1
     prom: Backends | None = None
     if c.prometheus_url:
+        url = urllib.parse.urlsplit(c.prometheus_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            print(
+                f"error: --prometheus-url={c.prometheus_url} is not an http(s) URL (e.g. http://prometheus:9090)",
+                file=sys.stderr,
+            )
+            return 2
         base = PrometheusSettings(c.prometheus_url)
         try:
             specs = load_rules(c.config).backends

@@ -132,6 +132,7 @@ async def validate(
         v.report.append(f"  skipped (no --prometheus-url): {v.skipped[-1]}")
         return v
     backends = Backends.of(prom)
+    down: dict[str, tuple[str, list[str]]] = {}  # backend -> (why, the rules not checked)
     for rule in rules:
         try:
             client = backends.get(rule.backend)
@@ -141,8 +142,22 @@ async def validate(
                 f"\n{rule.kind}[{rule.index}]: skipped: backend {rule.backend!r} is not connected here"
             )
             continue
-        await _check_rule(v, source, rule, client, max_age, config.upstreams)
+        name = f"{rule.kind}[{rule.index}]"
+        if rule.backend in down:  # it could not be reached: once is enough to say so
+            down[rule.backend][1].append(name)
+            continue
+        try:
+            await _check_rule(v, source, rule, client, max_age, config.upstreams)
+        except _Unreachable as e:
+            down[rule.backend] = (str(e), [name])
+    for why, names in down.values():
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        v.unverified.append(f"{source}: {why} ({len(names)} rule(s) not checked against it: {shown})")
     return v
+
+
+class _Unreachable(Exception):  # noqa: N818 - reads as what the backend is
+    """The backend did not answer at all (refused, unreachable, timed out)."""
 
 
 async def check_config(
@@ -194,9 +209,8 @@ async def _check_rule(
     except PrometheusRejected as e:
         v.errors.append(f"{path}:{rule.line}: {rule.kind}[{rule.index}].seriesQuery: {e}")
         return
-    except PrometheusUnavailable as e:
-        v.unverified.append(f"{path}: {rule.kind}[{rule.index}].seriesQuery: {e}")
-        return
+    except PrometheusUnavailable as e:  # refused, unreachable or timed out: said once
+        raise _Unreachable(str(e)) from None
     custom, external = index_series(rule, series)
     served = [("custom", f"{gr}/{metric}", metric) for gr, metric, _ in custom]
     served += [("external", metric, metric) for metric, _ in external]

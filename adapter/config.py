@@ -163,10 +163,25 @@ _BACKEND_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 class _Checker:
-    """Walks the YAML node tree so errors can carry line numbers."""
+    """Walks the YAML node tree so errors can carry line numbers. A key that is not allowed
+    is noted in ``noted`` and left out, so the reader goes on and reports the next mistake of
+    the same rule too; the part being read is refused once it has been read
+    (``read_config``'s ``attempt``)."""
 
     def __init__(self, source: str, fast_regexps: bool = True) -> None:
         self.source, self.fast_regexps = source, fast_regexps
+        self.noted: list[str] = []
+
+    def note(self, error: ConfigError) -> None:
+        self.noted.extend(error.messages)
+
+    def field(self, read: Callable[[], T], default: T) -> T:
+        """``read()``, or ``default`` with its error noted: one bad field hides no other."""
+        try:
+            return read()
+        except ConfigError as e:
+            self.note(e)
+            return default
 
     def fail(self, node: yaml.Node | None, path: str, message: str) -> ConfigError:
         line = f":{node.start_mark.line + 1}" if node is not None else ""
@@ -185,11 +200,28 @@ class _Checker:
                 extra = (
                     f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(sorted(allowed))})"
                 )
-                raise self.fail(k, f"{path}.{key}" if path else key, f"unknown key{extra}")
+                self.note(self.fail(k, f"{path}.{key}" if path else key, f"unknown key{extra}"))
+                continue
             if key in out:
-                raise self.fail(k, f"{path}.{key}" if path else key, "duplicate key")
+                self.note(self.fail(k, f"{path}.{key}" if path else key, "duplicate key"))
+                continue
             out[key] = v
         return out
+
+    def required(self, node: yaml.Node, m: dict[str, yaml.Node], path: str, keys: tuple[str, ...]) -> bool:
+        """Whether every one of ``keys`` is in ``m``; a missing one is noted, unless a
+        misspelling of it was just reported as an unknown key (one mistake, one line)."""
+        ok = True
+        for key in keys:
+            if key not in m:
+                ok = False
+                if not self.misspelled(path, key):
+                    self.note(self.fail(node, f"{path}.{key}", "is required"))
+        return ok
+
+    def misspelled(self, path: str, key: str) -> bool:
+        """Whether an unknown key under ``path`` was just reported as a misspelling of ``key``."""
+        return any(f"did you mean {key!r}" in n and f": {path}." in n for n in self.noted)
 
     def seq(self, node: yaml.Node, path: str) -> list[yaml.Node]:
         if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
@@ -314,36 +346,55 @@ def _naming(c: _Checker, node: yaml.Node | None, path: str) -> Naming:
     return Naming(matches, as_)
 
 
-def _rule(c: _Checker, node: yaml.Node, path: str, index: int, kind: str) -> Rule:
+def _rule(c: _Checker, node: yaml.Node, path: str, index: int, kind: str) -> Rule | None:
+    """One rule, every mistake in it noted (None when it has one)."""
+    before = len(c.noted)
     m = c.mapping(node, path, _RULE_KEYS)
-    for required in ("seriesQuery", "metricsQuery"):
-        if required not in m:
-            raise c.fail(node, f"{path}.{required}", "is required")
+    complete = c.required(node, m, path, ("seriesQuery", "metricsQuery"))
     filters = []
     for i, f in enumerate(c.seq(m["seriesFilters"], f"{path}.seriesFilters") if "seriesFilters" in m else []):
         fm = c.mapping(f, f"{path}.seriesFilters[{i}]", {"is", "isNot"})
         if len(fm) != 1:
-            raise c.fail(f, f"{path}.seriesFilters[{i}]", "needs exactly one of 'is' or 'isNot'")
-        key = next(iter(fm))
-        filters.append(SeriesFilter(c.regex(fm[key], f"{path}.seriesFilters[{i}].{key}"), key == "isNot"))
-    resources = _resources(c, m.get("resources"), f"{path}.resources", external=kind == "externalRules")
-    if kind == "rules" and not resources.overrides and resources.template is None:
-        raise c.fail(
-            node, f"{path}.resources", "needs 'overrides' or a 'template' to map labels to resources"
+            c.note(c.fail(f, f"{path}.seriesFilters[{i}]", "needs exactly one of 'is' or 'isNot'"))
+            continue
+        key, value = next(iter(fm.items()))
+        rx: GoRegexp | None = c.field(partial(c.regex, value, f"{path}.seriesFilters[{i}].{key}"), None)
+        if rx is not None:
+            filters.append(SeriesFilter(rx, key == "isNot"))
+    external = kind == "externalRules"
+    resources = c.field(lambda: _resources(c, m.get("resources"), f"{path}.resources", external), None)
+    if (
+        kind == "rules"
+        and resources is not None
+        and not resources.overrides
+        and resources.template is None
+        and not c.misspelled(path, "resources")
+        and not c.misspelled(f"{path}.resources", "overrides")
+        and not c.misspelled(f"{path}.resources", "template")
+    ):
+        c.note(
+            c.fail(node, f"{path}.resources", "needs 'overrides' or a 'template' to map labels to resources")
         )
+    naming = c.field(lambda: _naming(c, m.get("name"), f"{path}.name"), None)
+    series_query = c.field(lambda: c.string(m["seriesQuery"], f"{path}.seriesQuery"), "") if complete else ""
+    query = c.field(lambda: c.template(m["metricsQuery"], f"{path}.metricsQuery"), None) if complete else None
+    backend = c.field(lambda: c.string(m["backend"], f"{path}.backend"), "") if "backend" in m else ""
+    absent = c.field(lambda: _absent(c, m.get("absent"), f"{path}.absent"), "error")
+    if len(c.noted) > before or resources is None or naming is None or query is None:
+        return None
     return Rule(
         index=index,
         kind=kind,
-        series_query=c.string(m["seriesQuery"], f"{path}.seriesQuery"),
+        series_query=series_query,
         series_filters=tuple(filters),
         resources=resources,
-        naming=_naming(c, m.get("name"), f"{path}.name"),
-        metrics_query=c.template(m["metricsQuery"], f"{path}.metricsQuery"),
+        naming=naming,
+        metrics_query=query,
         line=m["metricsQuery"].start_mark.line + 1,
-        backend=c.string(m["backend"], f"{path}.backend") if "backend" in m else "",
+        backend=backend,
         series_line=m["seriesQuery"].start_mark.line + 1,
         name_line=_as_line(m.get("name")),
-        absent=_absent(c, m.get("absent"), f"{path}.absent"),
+        absent=absent,
     )
 
 
@@ -521,12 +572,20 @@ def read_config(
         return Config((), (), None, source), []
     errors: list[str] = []
 
-    def attempt(read: Callable[[], T], default: T) -> T:
+    def attempt(read: Callable[[], T | None], default: T) -> T:
+        """One part read on its own: every error met (raised, or noted on the way) reported,
+        and the part refused if there was one."""
+        before, reported = len(c.noted), len(errors)
         try:
-            return read()
+            got = read()
         except ConfigError as e:
+            got = None
+            errors.extend(c.noted[before:])
             errors.extend(e.messages)
-            return default
+        else:
+            errors.extend(c.noted[before:])
+        del c.noted[before:]
+        return default if got is None or len(errors) > reported else got
 
     top = attempt(lambda: c.mapping(root, "", _TOP_KEYS), None)
     if top is None:
@@ -554,7 +613,7 @@ def read_config(
     config = Config(
         tuple(parsed["rules"]), tuple(parsed["externalRules"]), resource_rules, source, backends, upstreams
     )
-    return config, errors
+    return config, list(dict.fromkeys(errors))  # a key read by two checks is reported once
 
 
 def load_config(path: str | Path) -> Config:

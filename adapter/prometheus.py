@@ -367,8 +367,14 @@ def _prometheus_error(e: BaseException) -> tuple[int, str] | None:
 
 
 def _short(e: BaseException) -> str:
+    """What went wrong, in a line: Prometheus' own error, or the connection's reason without
+    urllib3's retry and URL boilerplate ("Failed to establish a new connection: [Errno 111]
+    Connection refused")."""
     parsed = _prometheus_error(e)
     text = f"HTTP {parsed[0]}: {parsed[1]}" if parsed else str(e)
+    _, found, cause = text.partition(" (Caused by ")
+    if found:
+        text = cause.split("): ", 1)[-1].rstrip(")'\"")
     return text if len(text) < 300 else text[:300] + "..."
 
 

@@ -260,3 +260,75 @@ def test_a_utf16_or_binary_file_is_one_error_line(tmp_path: Path) -> None:
         assert out.stderr.startswith(f"error: {path}: {said}")
         assert "Traceback" not in out.stderr
         assert len(out.stderr.strip().splitlines()) == 1
+
+
+TEN_MISTAKES = """rules:
+- seriesQuery: 'jobs_waiting{namespace!=""}'
+  nmae: {matches: '^(.*)$'}
+  metricQuery: 'sum(<<.Series>>)'
+  resources: {overides: {namespace: {resource: namespace}}}
+- seriesQuery: 'x'
+  seriesFilters: [{is: '(unclosed'}]
+  resources: {template: '<<.Group>>'}
+  metricsQuery: 'sum(<<.Seriez>>)'
+  absent: never
+externalRules:
+- seriesQuery: 'y'
+  metricsQuery: 'sum(<<.Series>>)'
+  name: {matches: '^(a)(b)$'}
+  backend: [not, a, string]
+- seriesQuery: 'z'
+"""
+
+
+def test_ten_mistakes_in_a_file_are_ten_lines_in_one_run(tmp_path: Path) -> None:
+    """Several in one rule too: a misspelled key does not hide the next one."""
+    cfg = tmp_path / "rules.yaml"
+    cfg.write_text(TEN_MISTAKES)
+    out = run(str(cfg))
+    assert out.returncode == 2
+    errors = [ln.split(": ", 2)[1:] for ln in out.stderr.splitlines() if ln.startswith("error: ")]
+    where = sorted(f"{loc.rsplit(':', 1)[1]} {what.split(':')[0]}" for loc, what in errors)
+    assert where == sorted(
+        [
+            "3 rules[0].nmae",
+            "4 rules[0].metricQuery",
+            "5 rules[0].resources.overides",
+            "7 rules[1].seriesFilters[0].is",
+            "8 rules[1].resources.template",
+            "9 rules[1].metricsQuery",
+            "10 rules[1].absent",
+            "14 externalRules[0].name.as",
+            "15 externalRules[0].backend",
+            "16 externalRules[1].metricsQuery",
+        ]
+    ), out.stderr
+
+
+def test_an_unreachable_prometheus_is_one_line_naming_the_rules_it_left_unchecked(tmp_path: Path) -> None:
+    """Port 1 on loopback: a real connection, refused at once."""
+    cfg = tmp_path / "rules.yaml"
+    rule = (
+        '- seriesQuery: \'{n}{{namespace!="",pod!=""}}\'\n'
+        "  resources: {{overrides: {{namespace: {{resource: namespace}}, pod: {{resource: pod}}}}}}\n"
+        "  metricsQuery: sum(<<.Series>>{{<<.LabelMatchers>>}}) by (<<.GroupBy>>)\n"
+    )
+    cfg.write_text("rules:\n" + "".join(rule.format(n=n) for n in "abc"))
+    out = run(str(cfg), "--prometheus-url=http://127.0.0.1:1")
+    errors = [ln for ln in out.stderr.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1, out.stderr
+    assert "Connection refused" in errors[0]
+    assert "3 rule(s) not checked against it: rules[0], rules[1], rules[2]" in errors[0]
+    assert "HTTPConnectionPool" not in errors[0]
+    assert out.returncode == 1
+
+
+def test_a_prometheus_url_that_is_not_one_is_a_usage_error(tmp_path: Path) -> None:
+    cfg = tmp_path / "rules.yaml"
+    cfg.write_text("rules: []\n")
+    out = run(str(cfg), "--prometheus-url=not-a-url")
+    assert out.returncode == 2
+    assert (
+        out.stderr.strip()
+        == "error: --prometheus-url=not-a-url is not an http(s) URL (e.g. http://prometheus:9090)"
+    )
