@@ -23,6 +23,7 @@ from controller.engine import Decision, SnapshotError, decide, parse_snapshot
 from controller.engine.explain import explain
 from controller.engine.gates import GateError, parse_gates, resolve
 from controller.engine.model import History, Settings
+from controller.engine.parse import review_snapshot
 from controller.engine.versions import Release, VersionError, parse_minor, release
 from controller.snapshot_files import SnapshotFileError, load_documents
 from shared.cliflags import (
@@ -60,6 +61,13 @@ def cmd_decide(args: argparse.Namespace) -> int:
             continue
         for i, data in enumerate(docs):
             name = path if len(docs) == 1 else f"{path} (document {i + 1})"
+            unknown, warnings = review_snapshot(data)
+            for warning in warnings:
+                print(f"warning: {name}: {warning}", file=sys.stderr)
+            if unknown:
+                failed = True
+                _report(name, "; ".join(unknown), args.output)
+                continue
             try:
                 snap = parse_snapshot(data)
             except SnapshotError as e:

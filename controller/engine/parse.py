@@ -12,6 +12,7 @@ minReplicas 1, the CPU 80% metric when none is given, and behavior's policies/wi
 
 from __future__ import annotations
 
+import difflib
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
@@ -57,7 +58,55 @@ class ParseMemo(Protocol):
     def history(self, key: tuple[str, str] | None, r: _Reader) -> History: ...
 
 
-__all__ = ["SnapshotError", "parse_snapshot"]
+__all__ = ["SnapshotError", "parse_snapshot", "review_snapshot"]
+
+# a snapshot's keys (docs/snapshot.md); name, description and expect are the conformance
+# cases' own, which decide ignores
+SNAPSHOT_KEYS = frozenset(
+    {
+        "now", "controller", "hpa", "scale", "scaleError", "scaleUpdateError", "podMetrics",
+        "customMetrics", "externalMetrics", "metricErrors", "pods", "selectingHPAs", "history",
+        "name", "description", "expect",
+    }
+)  # fmt: skip
+CONTROLLER_KEYS = frozenset(
+    {
+        "tolerance", "cpuInitializationPeriod", "initialReadinessDelay", "downscaleStabilizationWindow",
+        "scaleUpLimitFactor", "scaleUpLimitMinimum", "featureGates", "kubernetesVersion",
+    }
+)  # fmt: skip
+
+
+def review_snapshot(data: Any) -> tuple[list[str], list[str]]:
+    """What ``parse_snapshot`` does not refuse but a user should hear, before deciding: keys
+    it does not know (errors: a misspelled ``histroy`` would silently change the decision),
+    with the nearest known one; and a ``kubernetesVersion`` outside the supported range
+    (a warning naming the release decided as)."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    if not isinstance(data, dict):
+        return errors, warnings
+    for where, got, known in (
+        ("", data, SNAPSHOT_KEYS),
+        ("controller.", data.get("controller"), CONTROLLER_KEYS),
+    ):
+        if not isinstance(got, dict):
+            continue
+        for key in got:
+            if key not in known:
+                hint = difflib.get_close_matches(str(key), sorted(known), n=1)
+                extra = f" (did you mean {hint[0]!r}?)" if hint else f" (known: {', '.join(sorted(known))})"
+                errors.append(f"{where}{key}: unknown key{extra}")
+    settings = data.get("controller")
+    version = settings.get("kubernetesVersion") if isinstance(settings, dict) else None
+    if isinstance(version, str) and version:
+        try:
+            _, warning = nearest(parse_minor(version))
+        except VersionError:
+            warning = None  # parse_snapshot refuses it, with the message
+        if warning is not None:
+            warnings.append(f"controller.kubernetesVersion: {warning}")
+    return errors, warnings
 
 
 def parse_settings(r: _Reader) -> Settings:

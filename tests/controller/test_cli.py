@@ -329,3 +329,25 @@ def test_replay_checks_an_indexed_set_path_without_the_spec_it_indexes() -> None
     proc = controller_cli(*REPLAY, "--set", "metrics[0].pods.target.averageValue=20")
     assert "no element" not in proc.stderr
     assert "missing.yaml: no such file" in proc.stderr  # the --set check passed; the HPA is read next
+
+
+def test_a_misspelled_key_is_refused_with_the_key_it_meant(tmp_path: Path) -> None:
+    """``histroy`` would otherwise be ignored, and the decision made without the history."""
+    bad = hot_snapshot()
+    bad["histroy"] = {}
+    bad.setdefault("controller", {})["tolerence"] = 0.5
+    path = write(tmp_path, "typo.yaml", bad)
+    proc = decide(path)
+    assert proc.returncode == 2
+    assert "histroy: unknown key (did you mean 'history'?)" in proc.stderr
+    assert "controller.tolerence: unknown key (did you mean 'tolerance'?)" in proc.stderr
+
+
+def test_an_unsupported_kubernetes_version_is_decided_as_the_nearest_with_a_warning(tmp_path: Path) -> None:
+    old = hot_snapshot()
+    old.setdefault("controller", {})["kubernetesVersion"] = "1.20"
+    proc = decide(write(tmp_path, "old.yaml", old))
+    assert proc.returncode == 0, proc.stderr
+    assert "kubernetesVersion: Kubernetes 1.20 is older than the oldest release" in proc.stderr
+    assert "deciding as 1.33" in proc.stderr
+    assert json.loads(proc.stdout)["desiredReplicas"] == 6
