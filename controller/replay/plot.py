@@ -1,6 +1,7 @@
 """The picture: the metric against its target, and the replicas of each variant beside the
 real ones, with a marker wherever a behavior policy or a stabilization window held the
-count back. matplotlib is an optional extra: ``pip install 'promhpa[replay]'``."""
+count back. matplotlib is an optional extra: ``pip install '.[replay]'`` from the checkout
+(promhpa is not on the package index)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def plot(variants: dict[str, list[Outcome]], path: Path, title: str) -> list[str
         import matplotlib.pyplot as plt
     except ImportError:
         raise PlotUnavailableError(
-            "drawing needs matplotlib: pip install 'promhpa[replay]' (or use --output csv/json)"
+            "drawing needs matplotlib: pip install '.[replay]' from promhpa's checkout "
+            "(or use --output csv/json)"
         ) from None
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(11, 6.5), height_ratios=(1, 1.3))
     drawn: list[str] = []

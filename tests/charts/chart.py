@@ -25,7 +25,18 @@ def helm_binary() -> str:
     return path
 
 
-def helm(*args: str, cluster: Cluster | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+# promhpa publishes no image: every render names one, as a user's must
+IMAGE = ("--set=image.repository=promhpa/promhpa",)
+RENDERS = ("template", "install", "upgrade", "lint")
+
+
+def helm(
+    *args: str, cluster: Cluster | None = None, check: bool = True, image: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """The real helm; a render (template, install, upgrade, lint) names the image unless
+    ``image=False``."""
+    if image and args and args[0] in RENDERS:
+        args = (*args, *IMAGE)
     env = {
         **os.environ,
         "HELM_CACHE_HOME": "/tmp/promhpa-helm/cache",

@@ -47,7 +47,7 @@ def rendered_rules(docs: list[dict[str, Any]]) -> str:
 def test_the_community_default_values_render_promhpa_with_their_settings() -> None:
     docs = render("-f", str(COMMUNITY))
     c = adapter_container(docs)
-    assert c["image"].startswith("ghcr.io/promhpa/promhpa:")  # not prometheus-adapter's image
+    assert c["image"].startswith("promhpa/promhpa:")  # the image given, not prometheus-adapter's
     assert "--prometheus-url=http://prometheus.default.svc:9090" in c["args"]
     assert "--metrics-relist-interval=1m" in c["args"]
     assert "--secure-port=6443" in c["args"]
@@ -113,15 +113,23 @@ def test_a_community_value_promhpa_cannot_honour_is_refused_with_what_to_do(valu
     assert said in out.stderr
 
 
+def test_prometheus_adapters_image_is_refused_with_how_to_build_promhpas() -> None:
+    out = helm("template", "r", str(CHART), "-f", str(COMMUNITY), check=False, image=False)
+    assert out.returncode != 0
+    assert "image.repository is prometheus-adapter's image" in out.stderr
+    assert "make image" in out.stderr
+
+
 def test_a_two_line_parent_chart_renders_promhpa_as_a_subchart(tmp_path: Path) -> None:
     parent = tmp_path / "platform"
     (parent / "charts").mkdir(parents=True)
     (parent / "Chart.yaml").write_text("apiVersion: v2\nname: platform\nversion: 0.1.0\n")
     shutil.copytree(CHART, parent / "charts" / "promhpa")
     (parent / "values.yaml").write_text(
-        "global: {imageRegistry: mirror.example.com}\npromhpa: {prometheus: {url: 'http://prometheus:9090'}}\n"
+        "global: {imageRegistry: mirror.example.com}\n"
+        "promhpa: {prometheus: {url: 'http://prometheus:9090'}, image: {repository: promhpa/promhpa}}\n"
     )
-    out = helm("template", "p", str(parent))
+    out = helm("template", "p", str(parent), image=False)
     docs = [d for d in yaml.safe_load_all(out.stdout) if d]
     images = {
         c["image"] for d in of_kind(docs, "Deployment") for c in d["spec"]["template"]["spec"]["containers"]

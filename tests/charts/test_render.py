@@ -394,3 +394,10 @@ def test_both_service_monitors_scrape_over_tls_with_the_token_and_only_metrics_i
     assert "--kube-api-qps=20" in c["args"]
     assert controller["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 30
     assert "--shutdown-grace-period=20s" in c["args"]
+
+
+def test_a_render_without_an_image_fails_and_says_how_to_build_one() -> None:
+    out = helm("template", "r", str(CHART), URL, check=False, image=False)
+    assert out.returncode != 0
+    assert "image.repository is not set: promhpa publishes no image" in out.stderr
+    assert "make image" in out.stderr

@@ -107,9 +107,7 @@ where promhpa's default is better for promhpa (its probes, its log level) is lef
 {{- end -}}
 {{- if $v.psp }}{{ if $v.psp.create }}{{ fail "psp.create: PodSecurityPolicy was removed in Kubernetes 1.25; promhpa's pods run as non-root with a read-only root file system (remove psp)" }}{{ end }}{{ end -}}
 {{- if and $v.image (contains "prometheus-adapter" (default "" $v.image.repository)) -}}
-{{- $_ := set $v.image "repository" "promhpa/promhpa" -}}
-{{- $_ := set $v.image "registry" "ghcr.io" -}}
-{{- $_ := set $v.image "tag" "" -}}
+{{- fail (printf "image.repository is prometheus-adapter's image (%s): promhpa runs from its own image, which is not published anywhere. Build it from the repository (make image, or make release) and set image.registry, image.repository and image.tag to where you pushed it (docs/migration.md)" $v.image.repository) -}}
 {{- end -}}
 {{- with $v.image }}{{ with .pullSecrets }}{{ $_ := set $v "imagePullSecrets" (concat $v.imagePullSecrets .) }}{{ end }}{{ end -}}
 {{- end -}}
@@ -128,6 +126,9 @@ digest when given (it wins over the tag), else the tag (default: the chart's app
 {{- define "promhpa.image" -}}
 {{- $global := dig "imageRegistry" "" (default dict .Values.global) -}}
 {{- $repo := .Values.image.repository -}}
+{{- if not $repo -}}
+{{- fail "image.repository is not set: promhpa publishes no image. Build it from the repository (make image, or make release for the chart and image together), push it to a registry your cluster pulls from, and set image.registry, image.repository and image.tag (README.md, \"Install in a cluster\")" -}}
+{{- end -}}
 {{- $first := first (splitList "/" $repo) -}}
 {{- $hasHost := and (gt (len (splitList "/" $repo)) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
 {{- if and $hasHost $global -}}
