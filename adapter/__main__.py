@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from shared import eventloop
+from shared import eventloop, exitcodes
 from shared.gcpolicy import pause_collection, resume_collection
 from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
@@ -33,14 +33,18 @@ from .server import backend_factory, load_rules, serve
 from .team_rules import Limits
 
 
-def _served_resources(kubeconfig: str) -> dict[str, set[str]] | None:
-    """The cluster's resources for check-config, or None after saying why (exit 1 follows)."""
+def _served_resources(kubeconfig: str) -> dict[str, set[str]] | int:
+    """The cluster's resources for check-config, or the exit code after saying why."""
     try:
         kube = Kube(load_kube(kubeconfig))
+    except KubeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return exitcodes.for_error(e)
+    try:
         served, failed = served_resources(kube)
     except KubeError as e:
         print(f"error: cannot read the cluster's resources with {kubeconfig}: {e}", file=sys.stderr)
-        return None
+        return exitcodes.for_error(e)
     for gv in failed:
         print(f"note: {gv} did not answer discovery; its resources count as absent", file=sys.stderr)
     return served
@@ -62,9 +66,10 @@ def check(args: list[str]) -> int:
         )
     served = None
     if c.kubeconfig:
-        served = _served_resources(c.kubeconfig)
-        if served is None:
-            return 1
+        found_served = _served_resources(c.kubeconfig)
+        if isinstance(found_served, int):
+            return found_served
+        served = found_served
     prom: Backends | None = None
     if c.prometheus_url:
         url = urllib.parse.urlsplit(c.prometheus_url)

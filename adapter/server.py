@@ -190,9 +190,17 @@ class Adapter:
         """Connections to every backend; the first discovery goes out on them at once."""
         async with prometheus_session(self.args.prometheus_max_connections) as session:
             self.backends.attach(session)
-            self.relister.first = asyncio.create_task(self.registry.relist())
-            yield
-            self.backends.attach(None)
+            first = self.relister.first = asyncio.create_task(self.registry.relist())
+            try:
+                yield
+            finally:
+                # a start-up that failed later never awaited it: its outcome is taken here,
+                # not left to "Task exception was never retrieved"
+                if not first.done():
+                    first.cancel()
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await first
+                self.backends.attach(None)
 
     async def kubernetes(self, app: web.Application) -> AsyncIterator[None]:
         """The Kubernetes client: delegated authentication, and the object informers."""

@@ -26,6 +26,7 @@ from controller.engine.model import History, Settings
 from controller.engine.parse import review_snapshot
 from controller.engine.versions import Release, VersionError, parse_minor, release
 from controller.snapshot_files import SnapshotFileError, load_documents
+from shared import exitcodes
 from shared.cliflags import (
     add_log_flags,
     add_runtime_flags,
@@ -262,7 +263,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     except KubeError as e:  # startup: no usable credentials or API server, said in one line
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return exitcodes.for_error(e)
     except OSError as e:  # e.g. the metrics port is in use
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -296,13 +297,13 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         return 2
     try:
         kube = Kube(load(args.kubeconfig))
+        server = kube.get_sync("/version").get("gitVersion")  # the cluster answers, or one line now
         pods = Informer(kube, POD.path(namespace), transform=pod_essentials).start()
         hpas = Informer(kube, HPA.path(namespace), transform=hpa_essentials).start()
         try:
             for informer in (pods, hpas):
                 if not informer.synced.wait(30):
                     raise KubeError(0, f"could not list {informer.path} within 30s: {informer.error}")
-            server = kube.get_sync("/version").get("gitVersion")
             observer = Observer(kube, RESTMapper(kube), hpas, pods, _settings(args, server))
             wanted = args.controller_url or args.from_leader
             history = _live_history(args, namespace, name) if wanted else None
@@ -312,7 +313,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             hpas.stop()
     except (KubeError, EndpointError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return exitcodes.for_error(e)
     if args.output == "json":
         print(json.dumps(snap, indent=2))
     else:
@@ -599,7 +600,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         data = controller_get(args, path)
     except (EndpointError, KubeError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return exitcodes.for_error(e)
     items = data.get("items", [])
     differing = [i for i in items if i.get("differs")]
     if args.output in ("json", "yaml"):

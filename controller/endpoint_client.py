@@ -18,9 +18,10 @@ from typing import Any
 class EndpointError(Exception):
     """The controller could not be read; the message says why and what to do."""
 
-    def __init__(self, message: str, status: int = 0) -> None:
+    def __init__(self, message: str, status: int = 0, usage: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.usage = usage  # the user's input is what failed (exit 2, shared.exitcodes)
 
 
 def get_json(url: str, *, kubeconfig: str | None, ca_file: str | None = None, insecure: bool = False) -> Any:

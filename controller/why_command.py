@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.endpoint_client import EndpointError, credentials, get_json
+from shared import exitcodes
 
 PORT_NAME = "metrics"  # the chart's name for the controller's HTTPS port
 
@@ -102,7 +103,7 @@ def cmd_why(args: argparse.Namespace) -> int:
                   "by --hpa-selector, and has one sync period passed?", file=sys.stderr)  # fmt: skip
         else:
             print(f"error: {e}", file=sys.stderr)
-        return 1
+        return exitcodes.for_error(e)
     if args.output == "json":
         print(json.dumps(doc, indent=2))
     else:
@@ -151,11 +152,13 @@ def find_leader(kubeconfig: str | None, namespace: str, lease: str) -> Leader:
 
 
 def _read(kubeconfig: str | None, kind: str, namespace: str, name: str, what: str) -> dict[str, Any]:
-    from shared.kube.errors import KubeError
+    from shared.kube.errors import KubeconfigError, KubeError
     from shared.kube.portforward import read
 
     try:
         return read(kubeconfig, kind, namespace, name)
+    except KubeconfigError as e:
+        raise EndpointError(str(e), usage=True) from None
     except KubeError as e:
         hint = {404: "not found", 403: "forbidden to you", 0: f"no answer ({e.message})"}.get(
             e.status, e.message

@@ -23,8 +23,11 @@ import yaml
 
 from controller.engine.model import Settings
 from shared.durations import DurationError, parse_duration, parse_time
+from shared.quantity import Quantity, QuantityError
+from shared.textfile import decode_text
 
 from . import hpa_fields
+from .hpa_validation import validate_hpa
 from .report import as_csv, as_json, summarize, table
 from .simulate import Loop, Outcome, Step
 
@@ -157,21 +160,58 @@ def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
     r.set_defaults(func=lambda a: cmd_replay(a, lambda version: settings(a, version)))
 
 
+def _looks_like_a_file(arg: str) -> bool:
+    """A path as a user writes one: a YAML or JSON name, or more than one slash, or a
+    leading ``.``, ``/`` or ``~`` -- never NAMESPACE/NAME, whose parts are DNS labels."""
+    return (
+        arg == "-"
+        or arg.endswith((".yaml", ".yml", ".json"))
+        or arg.count("/") != 1
+        or arg.startswith((".", "/", "~"))
+    )
+
+
 def _load_hpa(arg: str, kubeconfig: str | None) -> dict[str, Any]:
+    """An HPA from a file (``-``: standard input) or, for NAMESPACE/NAME, from the cluster.
+    A path that names no file is "no such file", never a cluster read."""
     path = Path(arg)
-    if path.exists():
-        data = yaml.safe_load(path.read_text())
+    if arg == "-" or path.exists():
+        where = "standard input" if arg == "-" else arg
+        try:
+            raw = sys.stdin.buffer.read() if arg == "-" else path.read_bytes()
+            data = yaml.safe_load(decode_text(raw))
+        except ValueError as e:  # not UTF-8 text; a YAMLError is a ValueError too
+            raise ValueError(f"{where}: {str(e).splitlines()[0]}") from None
+        except OSError as e:
+            raise ValueError(f"{where}: cannot read it: {e.strerror or e}") from None
         if not isinstance(data, dict) or data.get("kind") != "HorizontalPodAutoscaler":
-            raise ValueError(f"{arg}: not a HorizontalPodAutoscaler")
+            raise ValueError(f"{where}: not a HorizontalPodAutoscaler")
         return data
+    if _looks_like_a_file(arg):
+        raise ValueError(f"{arg}: no such file")
     ns, _, name = arg.partition("/")
-    if not name:
+    if not ns or not name:
         raise ValueError(f"{arg}: no such file, and not NAMESPACE/NAME")
     from shared.kube.client import Kube, load
     from shared.kube.resources import HPA
 
     kube = Kube(load(kubeconfig))
     return dict(asyncio.run(kube.get(HPA.path(ns, name))))
+
+
+def _requests(text: str) -> dict[str, str]:
+    """``--requests cpu=100m,memory=128Mi``, each value a quantity."""
+    out = {}
+    for kv in filter(None, (p.strip() for p in text.split(","))):
+        name, eq, value = kv.partition("=")
+        if not eq or not name:
+            raise ValueError(f"--requests {kv!r}: use NAME=QUANTITY, e.g. cpu=100m")
+        try:
+            Quantity.parse(value)
+        except QuantityError as e:
+            raise ValueError(f"--requests {kv!r}: {e}") from None
+        out[name] = value
+    return out
 
 
 def _live_requests(hpa: dict[str, Any], kubeconfig: str | None) -> dict[str, str]:
@@ -240,6 +280,11 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
             raise ValueError("--tune searches its own variants: it takes no --spec-b, --set or --check")
         if a.tune_budget < 1:
             raise ValueError(f"--tune-budget must be at least 1, not {a.tune_budget}")
+        if a.step is not None and a.step <= timedelta(0):
+            raise ValueError(f"--step must be longer than 0s, not {a.step.total_seconds():g}s")
+        if a.plot is not None and a.plot.suffix.lower() not in (".png", ".svg"):
+            raise ValueError(f"--plot {a.plot}: draws PNG or SVG; name the file .png or .svg")
+        _requests(a.requests)
         hpa = _load_hpa(a.hpa, a.kubeconfig)
         variants: dict[str, dict[str, Any]] = {"A": hpa}
         if a.spec_b or a.set:
@@ -247,11 +292,17 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
             for assignment in a.set:
                 b = {**b, "spec": set_path(b.get("spec") or {}, assignment)}
             variants["B"] = b
+        problems = [f"{name}: {p}" for name, h in variants.items() for p in validate_hpa(h)]
+        if problems:
+            raise ValueError(
+                "the API server would refuse this HPA, so it is not replayed:\n  " + "\n  ".join(problems)
+            )
         config = rules(a.config)
-        requests = dict(kv.split("=", 1) for kv in a.requests.split(",") if "=" in kv)
-        if not requests and not Path(a.hpa).exists():
+        requests = _requests(a.requests)
+        from_file = a.hpa == "-" or Path(a.hpa).exists()
+        if not requests and not from_file:
             requests = _live_requests(hpa, a.kubeconfig)
-        live = not Path(a.hpa).exists() and not a.emulated_version
+        live = not from_file and not a.emulated_version
         settings = settings_for(_server_version(a.kubeconfig) if live else None)
     except (ValueError, OSError, RecordError, argparse.ArgumentTypeError, KubeError) as e:
         print(f"error: {e}", file=sys.stderr)

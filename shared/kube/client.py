@@ -14,16 +14,19 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import os
 from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from shared.textfile import decode_text
 from shared.version import promhpa_version
 
-from .errors import KubeError, Timeout, from_status
+from .errors import KubeconfigError, KubeError, Timeout, from_status
 from .http import AsyncHTTP, unsupported
 from .ratelimit import PerClient, TokenBucket
 
@@ -48,17 +51,28 @@ def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
     import kubernetes
 
     conf = kubernetes.client.Configuration()
-    try:
-        if kubeconfig:
+    if kubeconfig:
+        _check_kubeconfig(kubeconfig)
+        try:
             kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
-        else:
+        except Exception as e:  # the loader raises ConfigException, and KeyError/TypeError on odd shapes
+            raise KubeconfigError(kubeconfig, f"no usable credentials: {_said(e)}") from None
+    else:
+        try:
+            kubernetes.config.load_incluster_config(client_configuration=conf)
+        except kubernetes.config.ConfigException:
+            default = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or os.path.expanduser(
+                "~/.kube/config"
+            )
+            if not os.path.exists(default):
+                raise KubeconfigError(
+                    default, "not found, and not running in a cluster: give --kubeconfig"
+                ) from None
+            _check_kubeconfig(default)
             try:
-                kubernetes.config.load_incluster_config(client_configuration=conf)
-            except kubernetes.config.ConfigException:
                 kubernetes.config.load_kube_config(client_configuration=conf)
-    except (kubernetes.config.ConfigException, OSError) as e:
-        where = kubeconfig or "in-cluster config or ~/.kube/config"
-        raise KubeError(0, f"no usable Kubernetes credentials ({where}): {e}") from None
+            except Exception as e:
+                raise KubeconfigError(default, f"no usable credentials: {_said(e)}") from None
     # no hidden retries: urllib3's default (3, each waiting out the timeout) turned a 2 s
     # metrics timeout into 8 s; every caller here retries on its own schedule
     conf.retries = 0
@@ -67,6 +81,35 @@ def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
     # audit logs and managedFields name us, not the generated client
     api.user_agent = f"promhpa/{promhpa_version()}"
     return api
+
+
+def _said(e: Exception) -> str:
+    return str(e) or type(e).__name__
+
+
+def _check_kubeconfig(path: str) -> None:
+    """A kubeconfig the loader can read, or KubeconfigError with one line: the loader itself
+    answers a broken file with a YAML or Unicode traceback."""
+    import yaml
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise KubeconfigError(path, f"cannot read it: {e.strerror or e}") from None
+    try:
+        text = decode_text(data)
+    except ValueError as e:
+        raise KubeconfigError(path, str(e)) from None
+    if not text.strip():
+        raise KubeconfigError(path, "is empty")
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise KubeconfigError(path, f"{where}not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    if not isinstance(doc, dict) or not doc.get("clusters"):
+        raise KubeconfigError(path, "is not a kubeconfig (no clusters)")
 
 
 @dataclass
@@ -116,6 +159,7 @@ class Kube:
         # imported by ``load`` already (there is no ``api`` without it): a dictionary lookup
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError as Urllib3Error
+        from urllib3.exceptions import NewConnectionError
         from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
         if method != "GET" and self.write_guard is not None:
@@ -136,14 +180,15 @@ class Kube:
             )
         except ApiException as e:
             raise from_status(e.status or 0, e.body, f"{method} {path}", str(e.reason or e)) from None
-        except Urllib3Timeout as e:
-            raise Timeout(0, f"no answer within {_secs(timeout)} ({e})", request=f"{method} {path}") from None
         except (Urllib3Error, OSError) as e:
-            if isinstance(getattr(e, "reason", None), Urllib3Timeout):
+            reason = getattr(e, "reason", None) or e
+            # urllib3's NewConnectionError (refused, no route) is a ConnectTimeoutError too
+            if isinstance(reason, Urllib3Timeout) and not isinstance(reason, NewConnectionError):
                 raise Timeout(
-                    0, f"no answer within {_secs(timeout)} ({e})", request=f"{method} {path}"
+                    0, f"no answer within {_secs(timeout)} ({reason})", request=f"{method} {path}"
                 ) from None
-            raise KubeError(0, str(e), request=f"{method} {path}") from None
+            said = str(reason).split("): ", 1)[-1] if isinstance(reason, NewConnectionError) else str(reason)
+            raise KubeError(0, f"cannot connect: {said}", request=f"{method} {path}") from None
         if not 200 <= resp.status < 300:
             raise from_status(resp.status, resp.read() or b"", f"{method} {path}", str(resp.reason))
         return resp

@@ -25,6 +25,15 @@ class KubeError(Exception):
         self.details = details or {}
 
 
+class KubeconfigError(KubeError):
+    """The kubeconfig itself is unusable (missing, empty, not YAML, not UTF-8, incomplete):
+    an input error, never a traceback; the message names the file and what is wrong."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(0, f"kubeconfig {path}: {problem}")
+        self.path = path
+
+
 class BadRequest(KubeError):  # noqa: N818 - named for the Status reason
     """400."""
 

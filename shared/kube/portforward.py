@@ -24,12 +24,15 @@ def read(kubeconfig: str | None, kind: str, namespace: str, name: str) -> dict[s
         "lease": k8s.CoordinationV1Api(api).read_namespaced_lease,
         "pod": k8s.CoreV1Api(api).read_namespaced_pod,
     }[kind]
+    from urllib3.exceptions import HTTPError as TransportError
+
     try:
-        return dict(json.loads(call(name, namespace, _preload_content=False).data))
+        return dict(json.loads(call(name, namespace, _preload_content=False, _request_timeout=15).data))
     except ApiException as e:
         raise KubeError(e.status or 0, str(e.reason), request=f"GET {kind} {namespace}/{name}") from None
-    except OSError as e:
-        raise KubeError(0, str(e), request=f"GET {kind} {namespace}/{name}") from None
+    except (OSError, TransportError) as e:  # refused, unreachable, timed out
+        reason = getattr(e, "reason", None) or e
+        raise KubeError(0, str(reason), request=f"GET {kind} {namespace}/{name}") from None
 
 
 @contextmanager

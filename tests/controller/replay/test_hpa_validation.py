@@ -1,0 +1,92 @@
+"""An HPA spec checked as the API server checks one, before replay reads any history (pure)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from controller.replay.hpa_validation import validate_hpa
+
+HPA: dict[str, Any] = {
+    "apiVersion": "autoscaling/v2",
+    "kind": "HorizontalPodAutoscaler",
+    "metadata": {"name": "web", "namespace": "shop"},
+    "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "minReplicas": 1,
+        "maxReplicas": 10,
+        "metrics": [
+            {
+                "type": "Pods",
+                "pods": {"metric": {"name": "q"}, "target": {"type": "AverageValue", "averageValue": "10"}},
+            },
+            {
+                "type": "Resource",
+                "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}},
+            },
+        ],
+        "behavior": {
+            "scaleUp": {
+                "selectPolicy": "Max",
+                "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15}],
+            }
+        },
+    },
+}
+
+
+def changed(path: str, value: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(HPA)
+    *parents, last = path.split(".")
+    node: Any = doc["spec"]
+    for p in parents:
+        node = node[int(p)] if p.isdigit() else node[p]
+    node[int(last) if last.isdigit() else last] = value
+    return doc
+
+
+def test_a_valid_hpa_has_no_problem() -> None:
+    assert validate_hpa(HPA) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "said"),
+    [
+        ("maxReplicas", -3, "spec.maxReplicas: Invalid value: -3: must be greater than or equal to 1"),
+        (
+            "minReplicas",
+            20,
+            "spec.maxReplicas: Invalid value: 10: must be greater than or equal to `minReplicas`",
+        ),
+        (
+            "behavior.scaleUp.selectPolicy",
+            "Bogus",
+            "spec.behavior.scaleUp.selectPolicy: Unsupported value: 'Bogus'",
+        ),
+        ("metrics.0.type", "Bogus", "spec.metrics[0].type: Unsupported value: 'Bogus'"),
+        (
+            "metrics.0.pods.target.averageValue",
+            "abc",
+            "spec.metrics[0].pods.target.averageValue: Invalid value: 'abc'",
+        ),
+        (
+            "metrics.1.resource.target.averageUtilization",
+            0,
+            "averageUtilization: Invalid value: 0: must be greater than 0",
+        ),
+        ("behavior.scaleUp.policies.0.periodSeconds", 3600, "periodSeconds: Invalid value: 3600"),
+        ("behavior.scaleUp.policies.0.type", "Replicas", "policies[0].type: Unsupported value: 'Replicas'"),
+        ("minReplicas", 0, "unless an Object or External metric is configured"),
+    ],
+)
+def test_what_the_api_server_refuses_is_refused_in_its_words(path: str, value: Any, said: str) -> None:
+    problems = validate_hpa(changed(path, value))
+    assert any(said in p for p in problems), problems
+
+
+def test_every_problem_is_said_at_once() -> None:
+    doc = changed("maxReplicas", -3)
+    doc["spec"]["behavior"]["scaleUp"]["selectPolicy"] = "Bogus"
+    assert len(validate_hpa(doc)) == 2
