@@ -32,6 +32,7 @@ from shared.cliflags import (
     add_runtime_flags,
     add_tls_flags,
     duration,
+    http_url,
     non_negative,
     port_or_zero,
 )
@@ -348,6 +349,7 @@ def _controller_source(p: argparse.ArgumentParser, what: str, *, required: bool)
     )
     g.add_argument(
         "--controller-url",
+        type=http_url,
         help="a controller's endpoints you reach yourself (e.g. https://127.0.0.1:10258 after kubectl "
         "port-forward), read with the kubeconfig's credentials",
     )

@@ -24,6 +24,7 @@ from typing import Any
 
 from controller.endpoint_client import EndpointError, credentials, get_json
 from shared import exitcodes
+from shared.cliflags import http_url
 
 PORT_NAME = "metrics"  # the chart's name for the controller's HTTPS port
 
@@ -55,6 +56,7 @@ def add_parser(sub: Any, endpoint_flags: Callable[[argparse.ArgumentParser], Non
     add_leader_flags(w)
     w.add_argument(
         "--controller-url",
+        type=http_url,
         help="ask this controller instead of finding the leader (e.g. https://127.0.0.1:10258)",
     )
     endpoint_flags(w)

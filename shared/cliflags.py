@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import urllib.parse
 from datetime import timedelta
 
 from shared.durations import DurationError, parse_duration
@@ -15,6 +16,14 @@ def duration(text: str) -> timedelta:
         return parse_duration(text)
     except DurationError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def http_url(text: str) -> str:
+    """An http(s) URL with a host, checked when the flag is read (a usage error, exit 2)."""
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http(s) URL, e.g. https://127.0.0.1:10258")
+    return text
 
 
 def port(text: str) -> int:

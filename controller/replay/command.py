@@ -180,8 +180,12 @@ def _load_hpa(arg: str, kubeconfig: str | None) -> dict[str, Any]:
         try:
             raw = sys.stdin.buffer.read() if arg == "-" else path.read_bytes()
             data = yaml.safe_load(decode_text(raw))
-        except ValueError as e:  # not UTF-8 text; a YAMLError is a ValueError too
-            raise ValueError(f"{where}: {str(e).splitlines()[0]}") from None
+        except ValueError as e:  # not UTF-8 text
+            raise ValueError(f"{where}: {e}") from None
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            line = f"line {mark.line + 1}: " if mark is not None else ""
+            raise ValueError(f"{where}: {line}not valid YAML: {getattr(e, 'problem', None) or e}") from None
         except OSError as e:
             raise ValueError(f"{where}: cannot read it: {e.strerror or e}") from None
         if not isinstance(data, dict) or data.get("kind") != "HorizontalPodAutoscaler":
