@@ -21,12 +21,13 @@ from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
 from shared.kube.discovery import served_resources
 from shared.kube.errors import KubeError
+from shared.textfile import decode_text
 
 from . import compat
 from .backends import Backends
 from .check_config import check_config
 from .check_metricrules import check_manifests, manifests
-from .config import ConfigError
+from .config import ConfigError, parse_config
 from .flags import check_parser, serve_parser, team_limits
 from .prometheus import Prometheus, PrometheusSettings
 from .server import backend_factory, load_rules, serve
@@ -52,7 +53,10 @@ def _served_resources(kubeconfig: str) -> dict[str, set[str]] | int:
 
 def check(args: list[str]) -> int:
     c = check_parser().parse_args(args)
-    found = _metric_rules(c.config)
+    data = sys.stdin.buffer.read() if c.config == "-" else None  # read once: it is a stream
+    if data is not None:
+        c.config = "<stdin>"
+    found = _metric_rules(c.config, data)
     if found is not None:
         try:
             size, cost = team_limits(c)
@@ -81,18 +85,20 @@ def check(args: list[str]) -> int:
             return 2
         base = PrometheusSettings(c.prometheus_url)
         try:
-            specs = load_rules(c.config).backends
-        except ConfigError:
+            specs = (
+                load_rules(c.config) if data is None else parse_config(decode_text(data), c.config)
+            ).backends
+        except (ConfigError, ValueError):
             specs = ()  # check_config reports it, with file and line
         prom = Backends(Prometheus(base, cache_ttl=0), backend_factory(base, 0), specs)
-    return asyncio.run(check_config(c.config, prom, c.metrics_max_age, served))
+    return asyncio.run(check_config(c.config, prom, c.metrics_max_age, served, data))
 
 
-def _metric_rules(path: str) -> list[tuple[int, dict[str, Any]]] | None:
+def _metric_rules(path: str, data: bytes | None) -> list[tuple[int, dict[str, Any]]] | None:
     """The file's MetricRule manifests, or None when it is a rule file (or unreadable:
     ``check_config`` says why)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = (Path(path).read_bytes() if data is None else data).decode("utf-8")
     except (OSError, ValueError):
         return None
     return manifests(text)

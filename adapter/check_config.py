@@ -165,11 +165,13 @@ async def check_config(
     prom: PrometheusAPI | Backends | None,
     max_age: timedelta,
     served: dict[str, set[str]] | None = None,
+    data: bytes | None = None,
 ) -> int:
     """0: every check passed; 1: a rule can never work (an unknown resource, a query
-    Prometheus refuses, Prometheus or the cluster unreachable); 2: the file itself is invalid."""
+    Prometheus refuses, Prometheus or the cluster unreachable); 2: the file itself is invalid.
+    ``data``: the file's bytes when they were read already (standard input, ``-``)."""
     try:
-        text = decode_text(Path(path).read_bytes())
+        text = decode_text(Path(path).read_bytes() if data is None else data)
     except OSError as e:
         print(f"error: cannot read {path}: {e.strerror}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ from shared.cliflags import (
     add_log_flags,
     add_runtime_flags,
     add_tls_flags,
+    deprecated_alias,
     duration,
     port,
     port_or_zero,
@@ -102,9 +103,14 @@ def prometheus_flags(p: argparse.ArgumentParser) -> None:
         "past it waits, inside its own deadline, for one to come free",
     )
     p.add_argument(
+        "--prometheus-insecure-skip-tls-verify",
         "--prometheus-insecure-skip-verify",
-        action="store_true",
-        help="do not verify Prometheus' certificate (testing only)",
+        dest="prometheus_insecure_skip_verify",
+        action=deprecated_alias(
+            "--prometheus-insecure-skip-tls-verify", "--prometheus-insecure-skip-verify", store_true=True
+        ),
+        help="do not verify Prometheus' certificate (testing only; kubectl's spelling, as "
+        "--insecure-skip-tls-verify and a backend's insecureSkipTLSVerify)",
     )
 
 
@@ -149,9 +155,12 @@ def prometheus_settings(a: argparse.Namespace) -> PrometheusSettings:
 def check_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="promhpa-adapter check-config",
-        description="Validate a rule file; with --prometheus-url, show what each rule serves.",
+        description="Validate a rule file; with --prometheus-url, show what each rule serves. A file "
+        "of MetricRule manifests gets the verdict the adapter would write on each.",
     )
-    p.add_argument("config", help="the rule file (prometheus-adapter format)")
+    p.add_argument(
+        "config", help="the rule file (prometheus-adapter format), or MetricRule manifests; - reads stdin"
+    )
     p.add_argument("--prometheus-url", help="Prometheus to discover series from")
     p.add_argument(
         "--metrics-max-age",

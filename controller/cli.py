@@ -28,9 +28,11 @@ from controller.engine.versions import Release, VersionError, parse_minor, relea
 from controller.snapshot_files import SnapshotFileError, load_documents
 from shared import exitcodes
 from shared.cliflags import (
+    add_kubectl_flags,
     add_log_flags,
     add_runtime_flags,
     add_tls_flags,
+    apply_kubectl_flags,
     duration,
     http_url,
     non_negative,
@@ -552,6 +554,7 @@ def build_parser(prog: str = "promhpa-controller") -> argparse.ArgumentParser:
     )
     _endpoint_flags(s)
     _live_flags(s)
+    add_kubectl_flags(s)
     s.set_defaults(func=cmd_snapshot)
     c = sub.add_parser(
         "compare",
@@ -564,6 +567,7 @@ def build_parser(prog: str = "promhpa-controller") -> argparse.ArgumentParser:
         "--kubeconfig", help="whose credentials to send (default: in-cluster, then ~/.kube/config)"
     )
     _endpoint_flags(c)
+    add_kubectl_flags(c)
     c.add_argument("hpa", nargs="?", metavar="NAMESPACE/NAME", help="one HPA (default: all)")
     c.add_argument(
         "-o",
@@ -664,8 +668,12 @@ def _relative_times(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None, prog: str = "promhpa-controller") -> int:
     argv = _relative_times(list(sys.argv[1:] if argv is None else argv))
-    args = build_parser(prog).parse_args(argv)
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
     args.argv = argv
+    problem = apply_kubectl_flags(args)
+    if problem is not None:
+        parser.error(problem)
     try:
         return int(args.func(args))
     except GateError as e:  # a gate the release decided as does not have, or locks

@@ -22,9 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from controller.endpoint_client import EndpointError, credentials, get_json
 from shared import exitcodes
-from shared.cliflags import http_url
+from shared.cliflags import add_kubectl_flags, deprecated_alias, http_url
 
 PORT_NAME = "metrics"  # the chart's name for the controller's HTTPS port
 
@@ -51,7 +53,10 @@ def add_parser(sub: Any, endpoint_flags: Callable[[argparse.ArgumentParser], Non
     w.add_argument(
         "--last", type=_positive, default=3, help="how many distinct decisions to show (default 3)"
     )
-    w.add_argument("-o", "--output", choices=("text", "json"), default="text", help="text (default) or json")
+    w.add_argument(
+        "-o", "--output", choices=("text", "json", "yaml"), type=lambda t: "text" if t == "table" else t,
+        default="text", help="text (default), json or yaml",
+    )  # fmt: skip
     w.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, then ~/.kube/config)")
     add_leader_flags(w)
     w.add_argument(
@@ -60,21 +65,28 @@ def add_parser(sub: Any, endpoint_flags: Callable[[argparse.ArgumentParser], Non
         help="ask this controller instead of finding the leader (e.g. https://127.0.0.1:10258)",
     )
     endpoint_flags(w)
+    add_kubectl_flags(w)
     w.set_defaults(func=cmd_why)
 
 
 def add_leader_flags(p: argparse.ArgumentParser) -> None:
     """How the leader is found (its Lease) and reached; shared by ``why``, ``snapshot`` and ``compare``."""
     p.add_argument(
+        "--leader-elect-resource-namespace",
         "--controller-namespace",
+        dest="controller_namespace",
+        action=deprecated_alias("--leader-elect-resource-namespace", "--controller-namespace"),
         default="promhpa",
-        help="namespace of the controller and its leader-election Lease (default promhpa)",
+        help="namespace of the controller's leader-election Lease, as `run` names it (default promhpa)",
     )
     p.add_argument(
+        "--leader-elect-resource-name",
         "--lease-name",
+        dest="lease_name",
+        action=deprecated_alias("--leader-elect-resource-name", "--lease-name"),
         default="promhpa-controller",
-        help="name of the leader-election Lease (the chart's: the controller's full name; default "
-        "promhpa-controller)",
+        help="name of the leader-election Lease, as `run` names it (the chart's: the controller's full "
+        "name; default promhpa-controller)",
     )
     p.add_argument(
         "--via",
@@ -108,6 +120,8 @@ def cmd_why(args: argparse.Namespace) -> int:
         return exitcodes.for_error(e)
     if args.output == "json":
         print(json.dumps(doc, indent=2))
+    elif args.output == "yaml":
+        print(yaml.safe_dump(doc, sort_keys=False), end="")
     else:
         print(render(doc, where))
     return 0

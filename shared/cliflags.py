@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import urllib.parse
 from datetime import timedelta
+from typing import Any
 
 from shared.durations import DurationError, parse_duration
 
@@ -117,3 +119,48 @@ def add_log_flags(p: argparse.ArgumentParser) -> None:
         default="info",
         help="least severe level logged (default info)",
     )
+
+
+def add_kubectl_flags(p: argparse.ArgumentParser) -> None:
+    """kubectl's own flags, spelled as kubectl spells them, for a command that reads the
+    cluster: ``-n/--namespace`` (the HPA may then be given as NAME) and ``--context`` (a
+    context of the kubeconfig other than its current one)."""
+    p.add_argument(
+        "-n", "--namespace", help="the HPA's namespace, as kubectl's -n (then give the HPA as NAME)"
+    )
+    p.add_argument("--context", help="the kubeconfig context to use (default: its current-context)")
+
+
+def apply_kubectl_flags(args: argparse.Namespace) -> str | None:
+    """``-n`` folded into the HPA argument, ``--context`` made the kubeconfig's; the usage
+    error to report, if any."""
+    from shared.kube.client import use_context
+
+    if getattr(args, "context", None):
+        use_context(args.context)
+    namespace = getattr(args, "namespace", None)
+    hpa = getattr(args, "hpa", None)
+    if namespace and hpa:
+        ns, slash, name = hpa.rpartition("/")
+        if slash and ns != namespace:
+            return f"the HPA {hpa} names namespace {ns!r}, but -n says {namespace!r}: give one of them"
+        args.hpa = f"{namespace}/{name}"
+    return None
+
+
+def deprecated_alias(canonical: str, old: str, *, store_true: bool = False) -> type[argparse.Action]:
+    """An argparse action for an option spelled ``canonical`` that still takes ``old`` (one
+    spelling per concept across the commands; docs/cli.md): the old spelling works and
+    says once, on stderr, which to write instead."""
+    base: type[argparse.Action] = argparse._StoreTrueAction if store_true else argparse._StoreAction
+
+    class Alias(base):  # type: ignore[misc, valid-type]
+        def __call__(
+            self, parser: Any, namespace: Any, values: Any, option_string: str | None = None
+        ) -> None:
+            if option_string == old and not getattr(namespace, f"_warned_{self.dest}", False):
+                print(f"warning: {old} is deprecated: write {canonical}", file=sys.stderr)
+                setattr(namespace, f"_warned_{self.dest}", True)
+            super().__call__(parser, namespace, values, option_string)
+
+    return Alias

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from controller.engine.model import Settings
+from shared.cliflags import add_kubectl_flags
 from shared.durations import DurationError, parse_duration, parse_time
 from shared.quantity import Quantity, QuantityError
 from shared.textfile import decode_text
@@ -157,6 +158,7 @@ def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
     t.add_argument("--check-minutes-above", type=float, default=0.0, metavar="MINUTES",
                    help="--check: allowed increase in minutes above today's target (default 0)")  # fmt: skip
     live_flags(r)
+    add_kubectl_flags(r)
     r.set_defaults(func=lambda a: cmd_replay(a, lambda version: settings(a, version)))
 
 

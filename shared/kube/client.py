@@ -40,6 +40,16 @@ CALLS = 16
 _POOL = ThreadPoolExecutor(max_workers=CALLS, thread_name_prefix="kube")
 
 
+# the kubeconfig context a command line chose (``--context``), for every load() after it
+_CONTEXT: list[str] = []
+
+
+def use_context(name: str) -> None:
+    """Use kubeconfig context ``name`` instead of the current-context from now on (a command
+    line's ``--context``, as kubectl's)."""
+    _CONTEXT[:] = [name]
+
+
 def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
     """A client from --kubeconfig, else in-cluster config, else the default kubeconfig.
 
@@ -54,7 +64,9 @@ def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
     if kubeconfig:
         _check_kubeconfig(kubeconfig)
         try:
-            kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
+            kubernetes.config.load_kube_config(
+                config_file=kubeconfig, client_configuration=conf, context=_context()
+            )
         except Exception as e:  # the loader raises ConfigException, and KeyError/TypeError on odd shapes
             raise KubeconfigError(kubeconfig, f"no usable credentials: {_said(e)}") from None
     else:
@@ -70,7 +82,7 @@ def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
                 ) from None
             _check_kubeconfig(default)
             try:
-                kubernetes.config.load_kube_config(client_configuration=conf)
+                kubernetes.config.load_kube_config(client_configuration=conf, context=_context())
             except Exception as e:
                 raise KubeconfigError(default, f"no usable credentials: {_said(e)}") from None
     # no hidden retries: urllib3's default (3, each waiting out the timeout) turned a 2 s
@@ -81,6 +93,10 @@ def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
     # audit logs and managedFields name us, not the generated client
     api.user_agent = f"promhpa/{promhpa_version()}"
     return api
+
+
+def _context() -> str | None:
+    return _CONTEXT[0] if _CONTEXT else None
 
 
 def _said(e: Exception) -> str:

@@ -155,8 +155,8 @@ def test_resources_are_proven_against_the_clusters_discovery(cluster: Cluster, t
 
 def test_an_unusable_kubeconfig_is_one_error_line(tmp_path: Path) -> None:
     out = run(str(write(tmp_path, GROUPED_RULES)), f"--kubeconfig={tmp_path}/missing")
-    assert out.returncode == 1
-    assert out.stderr.startswith(f"error: cannot read the cluster's resources with {tmp_path}/missing:")
+    assert out.returncode == 2  # the input is unusable (shared.exitcodes)
+    assert out.stderr.startswith(f"error: kubeconfig {tmp_path}/missing: cannot read it")
     assert "Traceback" not in out.stderr
 
 
@@ -332,3 +332,13 @@ def test_a_prometheus_url_that_is_not_one_is_a_usage_error(tmp_path: Path) -> No
         out.stderr.strip()
         == "error: --prometheus-url=not-a-url is not an http(s) URL (e.g. http://prometheus:9090)"
     )
+
+
+def test_a_dash_reads_the_rules_from_standard_input(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "adapter", "check-config", "-"],
+        input="rules:\n- seriesQuery: x\n  metricsQuery: y\n  resourcez: {}\n",
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "error: <stdin>:4: rules[0].resourcez: unknown key (did you mean 'resources'?)" in out.stderr

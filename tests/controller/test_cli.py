@@ -184,7 +184,10 @@ def test_run_without_usable_credentials_is_one_clean_line(tmp_path: Path) -> Non
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.startswith("error: no usable Kubernetes credentials"), proc.stderr
+    assert (
+        proc.stderr
+        == f"error: kubeconfig {tmp_path / 'missing'}: cannot read it: No such file or directory\n"
+    )
 
 
 def run_flags(*flags: str) -> subprocess.CompletedProcess[str]:
@@ -351,3 +354,35 @@ def test_an_unsupported_kubernetes_version_is_decided_as_the_nearest_with_a_warn
     assert "kubernetesVersion: Kubernetes 1.20 is older than the oldest release" in proc.stderr
     assert "deciding as 1.33" in proc.stderr
     assert json.loads(proc.stdout)["desiredReplicas"] == 6
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "controller", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_kubectls_namespace_flag_names_the_hpas_namespace() -> None:
+    """-n shop with NAME reads shop/NAME, so the error names that HPA's Lease path."""
+    out = run_cli("why", "web", "-n", "shop", "--controller-url=http://127.0.0.1:1")
+    assert out.returncode == 1
+    assert "/debug/why/shop/web" in out.stderr
+
+
+def test_a_namespace_given_twice_differently_is_a_usage_error() -> None:
+    out = run_cli("why", "other/web", "-n", "shop")
+    assert out.returncode == 2
+    assert "names namespace 'other', but -n says 'shop'" in out.stderr
+
+
+def test_kubectls_context_flag_picks_the_kubeconfigs_context(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: here, context: {cluster: c, user: u}}]\ncurrent-context: here\n"
+    )
+    out = run_cli("snapshot", "shop/web", f"--kubeconfig={kubeconfig}", "--context=elsewhere")
+    assert out.returncode == 2
+    assert "elsewhere" in out.stderr

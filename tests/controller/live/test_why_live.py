@@ -135,8 +135,8 @@ def why(cluster: Cluster, hpa: str, *flags: str) -> subprocess.CompletedProcess[
     """``kubectl promhpa why`` as a user runs it: the plugin on PATH, the cluster's kubeconfig."""
     plugin = Path(sys.executable).parent / "kubectl-promhpa"
     return subprocess.run(
-        [str(plugin), "why", hpa, f"--kubeconfig={cluster.kubeconfig}", f"--controller-namespace={HOME}",
-         "--insecure-skip-tls-verify", *flags],
+        [str(plugin), "why", hpa, f"--kubeconfig={cluster.kubeconfig}",
+         f"--leader-elect-resource-namespace={HOME}", "--insecure-skip-tls-verify", *flags],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
     )  # fmt: skip
 
@@ -226,7 +226,7 @@ def test_a_snapshot_from_the_leader_carries_its_memory_and_decides_as_it_did(
 ) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "controller", "snapshot", f"{NS}/held", "--from-leader",
-         f"--kubeconfig={cluster.kubeconfig}", f"--controller-namespace={HOME}",
+         f"--kubeconfig={cluster.kubeconfig}", f"--leader-elect-resource-namespace={HOME}",
          "--insecure-skip-tls-verify"],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
     )  # fmt: skip
