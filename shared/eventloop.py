@@ -42,7 +42,7 @@ def chosen() -> str:
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)`` on the chosen loop."""
+    """``asyncio.run(main)`` on the chosen loop, with its unexpected errors logged once."""
     try:
         loop = chosen()
     except EventLoopError:
@@ -51,5 +51,25 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     if loop == "uvloop":
         import uvloop
 
-        return uvloop.run(main)
-    return asyncio.run(main)
+        return uvloop.run(_logging_errors(main))
+    return asyncio.run(_logging_errors(main))
+
+
+async def _logging_errors(main: Coroutine[Any, Any, T]) -> T:
+    asyncio.get_running_loop().set_exception_handler(_unexpected)
+    return await main
+
+
+def _unexpected(_loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """An error no one awaited (a background task that failed, a callback that raised):
+    one structured error with its traceback and the task's name, instead of asyncio's
+    "Task exception was never retrieved" printed in pieces."""
+    import structlog
+
+    task = context.get("task") or context.get("future")
+    name = task.get_name() if isinstance(task, asyncio.Task) else None
+    structlog.get_logger("promhpa").error(
+        "unexpected error in a background task" if name else str(context.get("message", "unexpected error")),
+        task=name,
+        exc_info=context.get("exception"),
+    )

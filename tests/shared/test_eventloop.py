@@ -41,3 +41,30 @@ def test_the_adapter_refuses_an_unknown_loop_before_serving(
     code = main(["--prometheus-url=http://127.0.0.1:9", "--config=/dev/null", "--insecure-skip-auth"])
     assert code == 2
     assert "PROMHPA_EVENT_LOOP='trio' is not an event loop" in capsys.readouterr().err
+
+
+def test_a_failed_task_no_one_awaited_is_logged_once_as_an_error_with_its_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import gc
+
+    from shared.logging import configure
+
+    configure(json=True, level="info")
+
+    async def main() -> None:
+        async def fails() -> None:
+            raise RuntimeError("boom")
+
+        task = asyncio.get_running_loop().create_task(fails(), name="the-failing-one")
+        await asyncio.sleep(0.01)
+        del task
+        gc.collect()  # the task is collected unretrieved: asyncio calls the handler
+
+    eventloop.run(main())
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "never retrieved" not in text
+    assert text.count('"task": "the-failing-one"') == 1
+    assert '"level": "error"' in text
+    assert "RuntimeError: boom" in text
