@@ -128,6 +128,17 @@ def apply_items(cluster: Any, items: list[dict[str, Any]]) -> None:
     )
 
 
+METRIC_RULE_CRDS = ROOT / "charts" / "promhpa" / "crds" / "metricrules.yaml"
+
+
+def install_metric_rule_crds(cluster: Any, *namespaces: str) -> None:
+    """The chart's MetricRule and ClusterMetricRule CRDs, established, and ``namespaces``."""
+    cluster.kubectl("apply", "--server-side", "-f", str(METRIC_RULE_CRDS))
+    cluster.kubectl("wait", "--for=condition=Established", "crd/metricrules.promhpa.io", "--timeout=60s")
+    for ns in namespaces:
+        cluster.kubectl("create", "namespace", ns, check=False)
+
+
 def leader_identity(log: Path) -> str:
     """The leader-election identity a controller logged at start (host name and a UUID)."""
     found: list[str] = []

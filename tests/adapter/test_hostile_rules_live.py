@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import kubernetes
@@ -27,14 +26,13 @@ from tests.support import (
     PrometheusProcess,
     apply_items,
     external_rules,
+    install_metric_rule_crds,
     start_adapter,
     stop_adapter,
     wait_until,
 )
 
 pytestmark = pytest.mark.cluster
-ROOT = Path(__file__).resolve().parents[2]
-CRDS = ROOT / "charts" / "promhpa" / "crds" / "metricrules.yaml"
 GROUP, VERSION, PLURAL = "promhpa.io", "v1alpha1", "metricrules"
 READER = "reader"
 NAMESPACES = [f"hostile-{i}" for i in range(5)]
@@ -92,8 +90,7 @@ def adapter(
     prometheus: PrometheusProcess,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[AdapterProcess]:
-    cluster.kubectl("apply", "--server-side", "-f", str(CRDS))
-    cluster.kubectl("wait", "--for=condition=Established", "crd/metricrules.promhpa.io", "--timeout=60s")
+    install_metric_rule_crds(cluster)
     for ns in [READER, *NAMESPACES]:
         cluster.kubectl("create", "namespace", ns, check=False)
     exporter.set(f'orders_waiting{{namespace="{READER}"}}', 42)

@@ -14,7 +14,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,14 +26,13 @@ from tests.support import (
     PrometheusProcess,
     apply_items,
     external_rules,
+    install_metric_rule_crds,
     start_adapter,
     stop_adapter,
     wait_until,
 )
 
 pytestmark = pytest.mark.cluster
-ROOT = Path(__file__).resolve().parents[2]
-CRDS = ROOT / "charts" / "promhpa" / "crds" / "metricrules.yaml"
 NS = "limits-a"
 RATE, BURST, CONCURRENT, SERIES = 2, 6, 2, 3
 
@@ -95,8 +93,7 @@ def adapter(
     proxy: Proxy,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[AdapterProcess]:
-    cluster.kubectl("apply", "--server-side", "-f", str(CRDS))
-    cluster.kubectl("wait", "--for=condition=Established", "crd/metricrules.promhpa.io", "--timeout=60s")
+    install_metric_rule_crds(cluster)
     cluster.kubectl("create", "namespace", NS, check=False)
     for i in range(5):
         exporter.set(f'wide_series{{namespace="{NS}",i="{i}"}}', i)

@@ -20,6 +20,7 @@ from tests.support import (
     PrometheusProcess,
     apply_items,
     external_rules,
+    install_metric_rule_crds,
     register_and_start_adapter,
     start_adapter,
     start_controller_process,
@@ -30,7 +31,6 @@ from tests.support import (
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
-CRDS = ROOT / "charts" / "promhpa" / "crds" / "metricrules.yaml"
 A, B = "team-a", "team-b"
 OURS, THEIRS = 7.0, 7_777_777.0
 
@@ -76,8 +76,7 @@ def adapter(
     prometheus: PrometheusProcess,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[AdapterProcess]:
-    cluster.kubectl("apply", "--server-side", "-f", str(CRDS))
-    cluster.kubectl("wait", "--for=condition=Established", "crd/metricrules.promhpa.io", "--timeout=60s")
+    install_metric_rule_crds(cluster)
     for ns in (A, B):
         cluster.kubectl("create", "namespace", ns, check=False)
         exporter.set(f'jobs_waiting{{namespace="{ns}",queue="q"}}', OURS if ns == A else THEIRS)
