@@ -11,6 +11,8 @@ COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY adapter ./adapter
 COPY controller ./controller
 COPY shared ./shared
+COPY rules ./rules
+COPY promclient ./promclient
 RUN python -m venv /opt/promhpa \
  && /opt/promhpa/bin/pip install --upgrade pip \
  && /opt/promhpa/bin/pip wheel --constraint constraints.txt --wheel-dir /wheels . \

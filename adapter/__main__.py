@@ -15,6 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from promclient.backends import Backends
+from promclient.prometheus import Prometheus, PrometheusSettings
+from rules.config import ConfigError, parse_config
 from shared import eventloop, exitcodes
 from shared.gcpolicy import pause_collection, resume_collection
 from shared.kube.client import Kube
@@ -24,12 +27,9 @@ from shared.kube.errors import KubeError
 from shared.textfile import decode_text
 
 from . import compat
-from .backends import Backends
 from .check_config import check_config
 from .check_metricrules import check_manifests, manifests
-from .config import ConfigError, parse_config
 from .flags import check_parser, serve_parser, team_limits
-from .prometheus import Prometheus, PrometheusSettings
 from .server import backend_factory, load_rules, serve
 from .team_rules import Limits
 

@@ -18,17 +18,17 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from promclient.promapi import PrometheusTimeout, PrometheusUnavailable
+from rules.config import Config
+from rules.promql import QueryError
+from rules.templates import TemplateError
 from shared.httpclient import Connections
 
-from .config import Config
 from .health import Health, inflight_limiter, probe_routes
-from .promapi import PrometheusTimeout, PrometheusUnavailable
-from .promql import QueryError
 from .providers import ObjectLister, Providers
 from .registry import Registry
 from .requests import REQUEST_INFO, BadRequest, MetricRequest, NotFound, parse_path
 from .team_gate import TeamLimitError
-from .templates import TemplateError
 from .upstreams import Upstreams
 from .wire import CUSTOM, EXTERNAL, VERSIONS, group_entry, resource_list, status
 

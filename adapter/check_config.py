@@ -15,19 +15,18 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from promclient.backends import Backends
+from promclient.promapi import PrometheusAPI, PrometheusRejected, PrometheusUnavailable
+from rules.config import Rule, read_config
+from rules.naming import ResourceMapper, known
+from rules.promql import QueryError
+from rules.queries import ObjectQuery, custom_query, external_query
+from rules.rule_lint import lint
+from rules.series import index_series
+from rules.templates import TemplateError
+from rules.upstream_config import Upstream
 from shared.kube.resources import WELL_KNOWN
 from shared.textfile import decode_text
-
-from .backends import Backends
-from .config import Rule, read_config
-from .naming import ResourceMapper, known
-from .promapi import PrometheusAPI, PrometheusRejected, PrometheusUnavailable
-from .promql import QueryError
-from .queries import ObjectQuery, custom_query, external_query
-from .registry import index_series
-from .rule_lint import lint
-from .templates import TemplateError
-from .upstream_config import Upstream
 
 
 def _resource_errors(path: str, rule: Rule, served: dict[str, set[str]] | None) -> list[str]:

@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from promclient.prometheus import PrometheusSettings
 from shared.cliflags import (
     add_log_flags,
     add_runtime_flags,
@@ -25,7 +26,6 @@ from shared.cliflags import (
 from shared.version import promhpa_version
 
 from . import compat
-from .prometheus import PrometheusSettings
 from .query_cost import CostLimits
 from .query_size import CEILING, SizeLimits
 from .rules_webhook import WEBHOOK_PATH

@@ -27,14 +27,14 @@ from cachetools import LRUCache
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 
+from promclient.promapi import PrometheusUnavailable
+from rules.config import GroupResource
 from shared.kube.client import Kube
 from shared.kube.informer import Informer
 from shared.kube.resources import GroupVersion, by_plural
 from shared.selectors import Selector
 
-from .config import GroupResource
 from .health import Health
-from .promapi import PrometheusUnavailable
 
 log = structlog.get_logger("adapter.objects")
 

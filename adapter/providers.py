@@ -15,16 +15,16 @@ from collections.abc import AsyncIterator, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
+from promclient.backends import Backends
+from promclient.promapi import Gate, PrometheusAPI, PrometheusTimeout, Sample
+from rules.config import Config, GroupResource
+from rules.naming import NAMESPACES, NODES, PODS
+from rules.promql import QueryError
+from rules.queries import ObjectQuery, container_query, custom_query, external_query, node_query
 from shared.quantity import Format, Quantity
 from shared.selectors import Selector
 
-from .backends import Backends
-from .config import Config, GroupResource
 from .isolation import IsolationError
-from .naming import NAMESPACES, NODES, PODS
-from .promapi import Gate, PrometheusAPI, PrometheusTimeout, Sample
-from .promql import QueryError
-from .queries import ObjectQuery, container_query, custom_query, external_query, node_query
 from .query_cost import over_cost
 from .registry import Registry
 from .requests import BadRequest, MetricRequest, NotFound

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 import structlog
 
+from promclient.backends import label as backend_label
+from promclient.promapi import PrometheusUnavailable
+
 from .app import AdapterMetrics
-from .backends import label as backend_label
 from .health import Health
-from .promapi import PrometheusUnavailable
 from .registry import Registry
 from .wire import CUSTOM, EXTERNAL
 

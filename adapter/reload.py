@@ -21,8 +21,8 @@ from typing import Any
 
 import structlog
 
-from .config import ConfigError, parse_config
-from .promapi import PrometheusUnavailable
+from promclient.promapi import PrometheusUnavailable
+from rules.config import ConfigError, parse_config
 
 log = structlog.get_logger("adapter")
 

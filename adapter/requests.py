@@ -20,10 +20,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rules.config import GroupResource
+from rules.naming import NAMESPACES, known, namespaced
 from shared.selectors import Selector, SelectorError, parse_cached
 
-from .config import GroupResource
-from .naming import NAMESPACES, known, namespaced
 from .wire import CUSTOM, EXTERNAL, RESOURCE, VERSIONS
 
 

@@ -38,10 +38,11 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from .backends import Backends
+from promclient.backends import Backends
+from promclient.promapi import PrometheusAPI
+
 from .check_config import Verdict, validate
 from .judging import RuleJudge
-from .promapi import PrometheusAPI
 from .team_rules import CLUSTER, NAMESPACED, key_of
 from .team_rules import Verdict as TeamVerdict
 

@@ -34,6 +34,9 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from promclient.backends import Backends, basic_auth
+from promclient.prometheus import Prometheus, PrometheusSettings
+from rules.config import Backend, Config, load_config, parse_config
 from shared.gcpolicy import freeze_startup_heap
 from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
@@ -45,14 +48,11 @@ from shared.tls import server_context, serving_files
 from . import compat
 from .app import AUTHENTICATOR, PROVIDERS, AdapterMetrics, build_app, prometheus_session
 from .auth import Authenticator, RequestHeaderConfig, add_client_ca, load_requestheader_config
-from .backends import Backends, basic_auth
-from .config import Backend, Config, load_config, parse_config
 from .default_rules import DEFAULT_RULES
 from .flags import prometheus_settings, team_limits
 from .health import Health, ProbeServer
 from .judging import RuleJudge
 from .objects import ObjectCache
-from .prometheus import Prometheus, PrometheusSettings
 from .providers import Providers
 from .registry import Registry
 from .relister import Relister

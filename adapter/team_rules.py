@@ -33,13 +33,13 @@ from typing import Any
 import promql_parser
 import yaml
 
+from rules.config import ConfigError, GroupResource, Rule, parse_config
+from rules.naming import NAMESPACES, NODES, PODS
+from rules.promql import QueryError
+from rules.queries import ObjectQuery, custom_query, external_query
 from shared.selectors import Selector
 
-from .config import ConfigError, GroupResource, Rule, parse_config
 from .isolation import IsolationError, Reach, confine, confine_query, confine_selector
-from .naming import NAMESPACES, NODES, PODS
-from .promql import QueryError
-from .queries import ObjectQuery, custom_query, external_query
 from .query_cost import CostLimits, over_cost
 from .query_size import CEILING, QueryTooLarge, SizeLimits, check_size
 

@@ -21,15 +21,15 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from promclient.backends import Backends
+from promclient.promapi import PrometheusUnavailable
+from rules.config import GroupResource
+from rules.series import index_series
 from shared.kube.client import Kube
 from shared.kube.errors import Conflict, Forbidden, KubeError, NotFound
 from shared.kube.informer import Informer
 
-from .backends import Backends
-from .config import GroupResource
 from .judging import RuleJudge
-from .promapi import PrometheusUnavailable
-from .registry import index_series
 from .team_rules import (
     CLUSTER,
     GROUP,

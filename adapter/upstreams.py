@@ -30,7 +30,8 @@ import orjson
 import structlog
 from aiohttp import web
 
-from .upstream_config import IN_CLUSTER_TOKEN, Upstream, routed
+from rules.upstream_config import IN_CLUSTER_TOKEN, Upstream, routed
+
 from .wire import CUSTOM, EXTERNAL, status
 
 log = structlog.get_logger("adapter.upstreams")

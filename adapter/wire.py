@@ -13,10 +13,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from rules.config import GroupResource
+from rules.naming import known
 from shared.durations import format_time
-
-from .config import GroupResource
-from .naming import known
 
 CUSTOM = "custom.metrics.k8s.io"
 EXTERNAL = "external.metrics.k8s.io"

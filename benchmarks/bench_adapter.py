@@ -28,11 +28,11 @@ import aiohttp
 from aiohttp import web
 
 from adapter.app import build_app
-from adapter.config import GroupResource, parse_config
-from adapter.prometheus import Prometheus, PrometheusSettings
 from adapter.registry import Registry
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
 from localcluster.tools import wait_until
+from promclient.prometheus import Prometheus, PrometheusSettings
+from rules.config import GroupResource, parse_config
 from shared.selectors import Selector
 
 CONFIG = """

@@ -21,10 +21,10 @@ import urllib.parse
 from pathlib import Path
 
 import localcluster
-from adapter.config import GroupResource, parse_config
-from adapter.queries import ObjectQuery, custom_query
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
 from localcluster.tools import FAKE_NODES, wait_until
+from rules.config import GroupResource, parse_config
+from rules.queries import ObjectQuery, custom_query
 from shared.selectors import parse as parse_selector
 
 from . import discovery

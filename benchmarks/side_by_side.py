@@ -48,13 +48,13 @@ from pathlib import Path
 import aiohttp
 
 import localcluster
-from adapter.config import GroupResource, parse_config
-from adapter.queries import ObjectQuery, container_query, custom_query, external_query
 from benchmarks.doc_tables import invocation, update_section
 from localcluster.manifests import adapter_manifests
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
 from localcluster.promhpa import stop_process
 from localcluster.tools import ROOT, Binaries, cache_bin, free_port, wait_until
+from rules.config import GroupResource, parse_config
+from rules.queries import ObjectQuery, container_query, custom_query, external_query
 from shared.selectors import parse as parse_selector
 from shared.tls import self_signed
 

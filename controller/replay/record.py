@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from adapter.config import Config, ConfigError, GroupResource, Rule, load_config
-from adapter.naming import PODS
-from adapter.prometheus import Prometheus, PrometheusSettings
-from adapter.queries import ObjectQuery, container_query, custom_query, external_query
-from adapter.registry import index_series
+from promclient.prometheus import Prometheus, PrometheusSettings
+from rules.config import Config, ConfigError, GroupResource, Rule, load_config
+from rules.naming import PODS
+from rules.queries import ObjectQuery, container_query, custom_query, external_query
+from rules.series import index_series
 from shared.kube.resources import by_kind
 from shared.selectors import from_label_selector
 

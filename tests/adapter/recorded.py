@@ -1,4 +1,4 @@
-"""A recorded-answer Prometheus (``adapter.promapi.PrometheusAPI``), for the pure unit tests
+"""A recorded-answer Prometheus (``promclient.promapi.PrometheusAPI``), for the pure unit tests
 and for failures a real Prometheus cannot be made to produce on demand: it answers each
 query from a table, records what it was asked, and raises what it is told to."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from adapter.promapi import Gate, PrometheusUnavailable, Sample
+from promclient.promapi import Gate, PrometheusUnavailable, Sample
 
 
 @dataclass

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapter.config import ConfigError, parse_config
 from adapter.default_rules import DEFAULT_RULES
+from rules.config import ConfigError, parse_config
 
 GOOD = """
 rules:

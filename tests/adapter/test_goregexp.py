@@ -1,4 +1,4 @@
-"""The regex differential test: adapter.goregexp against Go's own regexp, over generated
+"""The regex differential test: rules.goregexp against Go's own regexp, over generated
 patterns, names and ``as`` templates (compile errors, matches, expansions), through both
 of its paths (RE2, and Python's re on the subset both dialects read alike)."""
 

@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from adapter.config import GroupResource, Naming, Resources
-from adapter.naming import NamingError, ResourceMapper, metric_name
-from adapter.templates import Template
+from rules.config import GroupResource, Naming, Resources
+from rules.naming import NamingError, ResourceMapper, metric_name
+from rules.templates import Template
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from adapter.naming import PODS
 from adapter.objects import ObjectCache
 from localcluster import Cluster
+from rules.naming import PODS
 from shared.kube.client import Kube, load
 from shared.selectors import parse
 from tests.support import pod_manifest, wait_until

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from adapter.promapi import PrometheusUnavailable, gather_all
+from promclient.promapi import PrometheusUnavailable, gather_all
 
 
 def test_gather_all_returns_every_result_in_order() -> None:

@@ -15,10 +15,10 @@ import pytest
 from prometheus_client import generate_latest
 
 from adapter.app import AdapterMetrics
-from adapter.backends import Backends
-from adapter.config import Backend, parse_config
-from adapter.promapi import PrometheusUnavailable
-from adapter.prometheus import Prometheus, PrometheusSettings
+from promclient.backends import Backends
+from promclient.promapi import PrometheusUnavailable
+from promclient.prometheus import Prometheus, PrometheusSettings
+from rules.config import Backend, parse_config
 from shared.httpclient import Connections
 from tests.support import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
 
@@ -202,8 +202,8 @@ def test_a_query_over_5000_pods_is_posted_past_a_proxys_url_limit(
     """The query a pods/* request over 5,000 pods becomes (one regex of every name) is
     ~44 KB here (~100 KB with real pod names): as a GET, a proxy with nginx's 8 KB limit
     refuses it."""
-    from adapter.naming import PODS
-    from adapter.queries import ObjectQuery, custom_query
+    from rules.naming import PODS
+    from rules.queries import ObjectQuery, custom_query
     from tests.support import Recorder
 
     exporter.set('big_requests{namespace="big",pod="web-1234"}', 3)

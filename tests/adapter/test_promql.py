@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from adapter.config import parse_config
-from adapter.promql import QueryError, quote, regex_literal, requirement_matcher
-from adapter.queries import ObjectQuery, custom_query, external_query
+from rules.config import parse_config
+from rules.promql import QueryError, quote, regex_literal, requirement_matcher
+from rules.queries import ObjectQuery, custom_query, external_query
 from shared.selectors import parse
 
 CONFIG = parse_config("""
@@ -21,7 +21,7 @@ PODS = CONFIG.rules[0].resources.overrides or None
 
 
 def q(names: tuple[str, ...], ns: str = "default", selector: str | None = None) -> str:
-    from adapter.config import GroupResource
+    from rules.config import GroupResource
 
     req = ObjectQuery(GroupResource("", "pods"), ns, names, parse(selector) if selector else None)
     return custom_query(CONFIG.rules[0], "http_requests_total", req)[0]
@@ -108,7 +108,7 @@ externalRules:
 
 
 def test_utf8_names_are_quoted_as_prometheus_3_reads_them() -> None:
-    from adapter.naming import PODS
+    from rules.naming import PODS
 
     q, label = custom_query(
         UTF8.rules[0], "http.server.duration", ObjectQuery(PODS, "shop", ("web-0", "web-1"))

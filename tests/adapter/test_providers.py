@@ -8,11 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from adapter.config import parse_config
-from adapter.promapi import PrometheusTimeout, Sample
 from adapter.providers import Providers
 from adapter.registry import Registry
 from adapter.requests import parse_path
+from promclient.promapi import PrometheusTimeout, Sample
+from rules.config import parse_config
 from tests.adapter.recorded import RecordedPrometheus
 
 CONFIG = """
@@ -93,7 +93,7 @@ def test_absent_zero_never_replaces_a_real_value() -> None:
 
 
 def test_absent_takes_error_or_zero_and_names_the_key() -> None:
-    from adapter.config import ConfigError
+    from rules.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"externalRules\[0\]\.absent: must be 'error'"):
         parse_config(CONFIG.rstrip() + "\n  absent: 'null'\n", "test.yaml")

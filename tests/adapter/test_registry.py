@@ -1,9 +1,9 @@
-"""How a discovery answer becomes the served metrics (``adapter.registry.index_series``)."""
+"""How a discovery answer becomes the served metrics (``rules.series.index_series``)."""
 
 from __future__ import annotations
 
-from adapter.config import GroupResource, parse_config
-from adapter.registry import index_series
+from rules.config import GroupResource, parse_config
+from rules.series import index_series
 
 CUSTOM = """
 rules:

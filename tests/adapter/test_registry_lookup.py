@@ -16,11 +16,11 @@ from datetime import timedelta
 
 import pytest
 
-from adapter.config import parse_config
-from adapter.promapi import PrometheusTimeout
-from adapter.prometheus import Prometheus
-from adapter.promsettings import PrometheusSettings
 from adapter.registry import Registry
+from promclient.promapi import PrometheusTimeout
+from promclient.prometheus import Prometheus
+from promclient.promsettings import PrometheusSettings
+from rules.config import parse_config
 from tests.support import Exporter, PrometheusProcess, prometheus_binary, wait_until
 
 pytestmark = pytest.mark.slow

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapter.config import GroupResource
 from adapter.requests import BadRequest, NotFound, decode_path, parse_path, request_info
+from rules.config import GroupResource
 
 C = "/apis/custom.metrics.k8s.io/v1beta2"
 E = "/apis/external.metrics.k8s.io/v1beta1"

@@ -9,10 +9,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from adapter.config import parse_config
 from adapter.default_rules import DEFAULT_RULES
-from adapter.rule_lint import _example_query, parse_promql
 from localcluster.tools import prometheus_major
+from rules.config import parse_config
+from rules.rule_lint import _example_query, parse_promql
 from tests.support import PrometheusProcess
 
 CORPUS = [

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapter.naming import NAMESPACES, PODS
-from adapter.queries import ObjectQuery
 from adapter.team_rules import CLUSTER, NAMESPACED, Limits, TeamRule, Verdict, assign, condition, judge
+from rules.naming import NAMESPACES, PODS
+from rules.queries import ObjectQuery
 
 LIMITS = Limits(per_namespace=2, backends=frozenset({""}))
 

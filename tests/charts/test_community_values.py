@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from adapter.config import parse_config
 from localcluster import Cluster
 from localcluster.manifests import adapter_manifests
+from rules.config import parse_config
 from tests.charts.chart import CHART, helm, of_kind, render
 from tests.support import (
     ROOT,

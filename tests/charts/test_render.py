@@ -14,9 +14,9 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from adapter.config import parse_config
 from adapter.default_rules import DEFAULT_RULES
 from localcluster import Cluster
+from rules.config import parse_config
 from tests.charts.chart import CHART, CI_VALUES, as_list, helm, of_kind, render, stand_in_crds
 
 URL = "--set=prometheus.url=http://prometheus.monitoring.svc:9090"
@@ -362,7 +362,7 @@ def test_upstreams_go_into_the_rule_file_and_grant_the_adapter_read_on_the_metri
     (rules,) = [c for c in of_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-rules")]
     parsed = yaml.safe_load(rules["data"]["config.yaml"])
     assert parsed["upstreams"] == [{"name": "keda", "url": "https://keda.keda.svc", "external": ["^s0-.*$"]}]
-    from adapter.config import parse_config
+    from rules.config import parse_config
 
     assert parse_config(rules["data"]["config.yaml"]).upstreams[0].name == "keda"  # the adapter reads it
     role = next(r for r in of_kind(docs, "ClusterRole") if r["metadata"]["name"].endswith("upstream-reader"))

@@ -6,8 +6,8 @@ import asyncio
 import time
 from datetime import UTC, datetime, timedelta
 
-from adapter.prometheus import Prometheus
 from controller.replay.record import default_pod_regex, pod_startup, prometheus
+from promclient.prometheus import Prometheus
 from tests.support import Exporter, PrometheusProcess, wait_until
 
 NS = "record"

@@ -17,7 +17,8 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .config import Backend
+from rules.config import Backend
+
 from .promapi import PrometheusAPI, PrometheusUnavailable
 
 Factory = Callable[[Backend], PrometheusAPI]

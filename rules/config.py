@@ -24,24 +24,20 @@ from shared.textfile import decode_text
 
 from . import goregexp
 from .goregexp import GoRegexp
-from .templates import Template, TemplateError
+from .reader import (
+    QUERY_FIELDS,
+    RESOURCE_FIELDS,
+    Checker,
+    ConfigError,
+    duration_seconds,
+    named_url,
+    optional,
+)
+from .templates import Template
 from .upstream_config import Upstream, parse_upstreams
 
 T = TypeVar("T")
-
-
-class ConfigError(ValueError):
-    """A rule file's problems; each message names file, line and key path. ``messages``
-    holds every problem found in one reading (one per line of ``str()``)."""
-
-    def __init__(self, message: str, messages: list[str] | None = None) -> None:
-        self.messages = messages if messages is not None else [message]
-        super().__init__("\n".join(self.messages))
-
-
-# the fields prometheus-adapter's templates offer
-QUERY_FIELDS = frozenset({"Series", "LabelMatchers", "LabelValuesByName", "GroupBy", "GroupBySlice"})
-RESOURCE_FIELDS = frozenset({"Resource", "Group"})
+__all__ = ["QUERY_FIELDS", "RESOURCE_FIELDS", "ConfigError", "named_url"]  # re-exported for readers
 
 
 @dataclass(frozen=True)
@@ -159,127 +155,9 @@ _BACKEND_KEYS = {
     "clientCertFile", "clientKeyFile", "username", "passwordFile", "insecureSkipTLSVerify",
 }  # fmt: skip
 _ANY = goregexp.compile(".*")
-_BACKEND_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
-class _Checker:
-    """Walks the YAML node tree so errors can carry line numbers. A key that is not allowed
-    is noted in ``noted`` and left out, so the reader goes on and reports the next mistake of
-    the same rule too; the part being read is refused once it has been read
-    (``read_config``'s ``attempt``)."""
-
-    def __init__(self, source: str, fast_regexps: bool = True) -> None:
-        self.source, self.fast_regexps = source, fast_regexps
-        self.noted: list[str] = []
-
-    def note(self, error: ConfigError) -> None:
-        self.noted.extend(error.messages)
-
-    def field(self, read: Callable[[], T], default: T) -> T:
-        """``read()``, or ``default`` with its error noted: one bad field hides no other."""
-        try:
-            return read()
-        except ConfigError as e:
-            self.note(e)
-            return default
-
-    def fail(self, node: yaml.Node | None, path: str, message: str) -> ConfigError:
-        line = f":{node.start_mark.line + 1}" if node is not None else ""
-        return ConfigError(
-            f"{self.source}{line}: {path}: {message}" if path else f"{self.source}{line}: {message}"
-        )
-
-    def mapping(self, node: yaml.Node, path: str, allowed: set[str]) -> dict[str, yaml.Node]:
-        if not isinstance(node, yaml.MappingNode):
-            raise self.fail(node, path, f"must be a mapping, got {_kind(node)}")
-        out: dict[str, yaml.Node] = {}
-        for k, v in node.value:
-            key = str(k.value)
-            if key not in allowed:
-                hint = difflib.get_close_matches(key, sorted(allowed), n=1)
-                extra = (
-                    f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(sorted(allowed))})"
-                )
-                self.note(self.fail(k, f"{path}.{key}" if path else key, f"unknown key{extra}"))
-                continue
-            if key in out:
-                self.note(self.fail(k, f"{path}.{key}" if path else key, "duplicate key"))
-                continue
-            out[key] = v
-        return out
-
-    def required(self, node: yaml.Node, m: dict[str, yaml.Node], path: str, keys: tuple[str, ...]) -> bool:
-        """Whether every one of ``keys`` is in ``m``; a missing one is noted, unless a
-        misspelling of it was just reported as an unknown key (one mistake, one line)."""
-        ok = True
-        for key in keys:
-            if key not in m:
-                ok = False
-                if not self.misspelled(path, key):
-                    self.note(self.fail(node, f"{path}.{key}", "is required"))
-        return ok
-
-    def misspelled(self, path: str, key: str) -> bool:
-        """Whether an unknown key under ``path`` was just reported as a misspelling of ``key``."""
-        return any(f"did you mean {key!r}" in n and f": {path}." in n for n in self.noted)
-
-    def seq(self, node: yaml.Node, path: str) -> list[yaml.Node]:
-        if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
-            return []
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.fail(node, path, f"must be a list, got {_kind(node)}")
-        return list(node.value)
-
-    def string(self, node: yaml.Node, path: str) -> str:
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.fail(node, path, f"must be a string, got {_kind(node)}")
-        return "" if node.tag.endswith(":null") else str(node.value)
-
-    def boolean(self, node: yaml.Node, path: str) -> bool:
-        if not isinstance(node, yaml.ScalarNode) or not node.tag.endswith(":bool"):
-            raise self.fail(node, path, "must be true or false")
-        return str(node.value).lower() in ("true", "yes", "on")
-
-    def regex(self, node: yaml.Node, path: str) -> GoRegexp:
-        """Go's regexp (RE2 syntax), as prometheus-adapter compiles it (``goregexp``)."""
-        text = self.string(node, path)
-        try:
-            return goregexp.compile(text, allow_fast=self.fast_regexps)
-        except goregexp.GoRegexpError as e:
-            raise self.fail(node, path, f"invalid regular expression {text!r}: {e}") from None
-
-    def template(self, node: yaml.Node, path: str, fields: frozenset[str] = QUERY_FIELDS) -> Template:
-        """A ``<< >>`` template whose every field exists for its kind: prometheus-adapter
-        would fail at request time ("can't evaluate field ..."); we refuse at load."""
-        text = self.string(node, path)
-        try:
-            t = Template.parse(text)
-        except TemplateError as e:
-            raise self.fail(node, path, f"invalid template: {e}") from None
-        for name in sorted(t.fields() - fields):
-            hint = difflib.get_close_matches(name, sorted(fields), n=1)
-            raise self.fail(
-                node,
-                path,
-                f"unknown template field .{name}"
-                + (
-                    f" (did you mean .{hint[0]}?)"
-                    if hint
-                    else f" (known: {', '.join('.' + f for f in sorted(fields))})"
-                ),
-            )
-        return t
-
-
-def _kind(node: yaml.Node) -> str:
-    if isinstance(node, yaml.MappingNode):
-        return "a mapping"
-    if isinstance(node, yaml.SequenceNode):
-        return "a list"
-    return f"the scalar {node.value!r}"
-
-
-def _resources(c: _Checker, node: yaml.Node | None, path: str, external: bool) -> Resources:
+def _resources(c: Checker, node: yaml.Node | None, path: str, external: bool) -> Resources:
     if node is None:
         return Resources()
     m = c.mapping(node, path, _RESOURCES_KEYS if external else _RESOURCES_KEYS - {"namespaced"})
@@ -323,7 +201,7 @@ def _plural(resource: str) -> str:
     return r + "s"
 
 
-def _naming(c: _Checker, node: yaml.Node | None, path: str) -> Naming:
+def _naming(c: Checker, node: yaml.Node | None, path: str) -> Naming:
     if node is None:
         return Naming(_ANY, "$0")
     m = c.mapping(node, path, {"matches", "as"})
@@ -346,7 +224,7 @@ def _naming(c: _Checker, node: yaml.Node | None, path: str) -> Naming:
     return Naming(matches, as_)
 
 
-def _rule(c: _Checker, node: yaml.Node, path: str, index: int, kind: str) -> Rule | None:
+def _rule(c: Checker, node: yaml.Node, path: str, index: int, kind: str) -> Rule | None:
     """One rule, every mistake in it noted (None when it has one)."""
     before = len(c.noted)
     m = c.mapping(node, path, _RULE_KEYS)
@@ -398,7 +276,7 @@ def _rule(c: _Checker, node: yaml.Node, path: str, index: int, kind: str) -> Rul
     )
 
 
-def _absent(c: _Checker, node: yaml.Node | None, path: str) -> str:
+def _absent(c: Checker, node: yaml.Node | None, path: str) -> str:
     if node is None:
         return "error"
     value = c.string(node, path)
@@ -417,7 +295,7 @@ def _as_line(node: yaml.Node | None) -> int:
     return 0
 
 
-def _resource_rules(c: _Checker, node: yaml.Node) -> ResourceRules:
+def _resource_rules(c: Checker, node: yaml.Node) -> ResourceRules:
     m = c.mapping(node, "resourceRules", {"cpu", "memory", "window", "backend"})
 
     def one(key: str) -> ResourceQuery | None:
@@ -446,21 +324,13 @@ def _resource_rules(c: _Checker, node: yaml.Node) -> ResourceRules:
     return ResourceRules(one("cpu"), one("memory"), window, backend)
 
 
-def _duration_seconds(c: _Checker, node: yaml.Node, path: str) -> float:
-    text = c.string(node, path)
-    found = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)", text)
-    if not found:
-        raise c.fail(node, path, f"{text!r} is not a duration like '10s' or '500ms'")
-    return float(found.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0}[found.group(2)]
-
-
-def _pairs(c: _Checker, node: yaml.Node, path: str) -> tuple[tuple[str, str], ...]:
+def _pairs(c: Checker, node: yaml.Node, path: str) -> tuple[tuple[str, str], ...]:
     if not isinstance(node, yaml.MappingNode):
         raise c.fail(node, path, "must be a mapping of name -> value")
     return tuple((str(k.value), c.string(v, f"{path}.{k.value}")) for k, v in node.value)
 
 
-def _backends(c: _Checker, node: yaml.Node) -> tuple[Backend, ...]:
+def _backends(c: Checker, node: yaml.Node) -> tuple[Backend, ...]:
     out: list[Backend] = []
     for i, n in enumerate(c.seq(node, "backends")):
         path = f"backends[{i}]"
@@ -478,14 +348,14 @@ def _backends(c: _Checker, node: yaml.Node) -> tuple[Backend, ...]:
                 url=url,
                 headers=_pairs(c, m["headers"], f"{path}.headers") if "headers" in m else (),
                 params=_pairs(c, m["params"], f"{path}.params") if "params" in m else (),
-                timeout=_duration_seconds(c, m["timeout"], f"{path}.timeout") if "timeout" in m else None,
+                timeout=duration_seconds(c, m["timeout"], f"{path}.timeout") if "timeout" in m else None,
                 method=method,
-                ca_file=_opt(c, m, "caFile", path),
-                bearer_token_file=_opt(c, m, "bearerTokenFile", path),
-                client_cert=_opt(c, m, "clientCertFile", path),
-                client_key=_opt(c, m, "clientKeyFile", path),
-                username=_opt(c, m, "username", path),
-                password_file=_opt(c, m, "passwordFile", path),
+                ca_file=optional(c, m, "caFile", path),
+                bearer_token_file=optional(c, m, "bearerTokenFile", path),
+                client_cert=optional(c, m, "clientCertFile", path),
+                client_key=optional(c, m, "clientKeyFile", path),
+                username=optional(c, m, "username", path),
+                password_file=optional(c, m, "passwordFile", path),
                 insecure_skip_tls_verify=(
                     c.boolean(m["insecureSkipTLSVerify"], f"{path}.insecureSkipTLSVerify")
                     if "insecureSkipTLSVerify" in m
@@ -497,30 +367,7 @@ def _backends(c: _Checker, node: yaml.Node) -> tuple[Backend, ...]:
     return tuple(out)
 
 
-def named_url(
-    c: _Checker, n: yaml.Node, m: dict[str, yaml.Node], path: str, taken: set[str], duplicate: str
-) -> tuple[str, str]:
-    """The required ``name`` (a DNS label, not in ``taken``: else ``duplicate``, formatted with
-    it) and ``url`` (http or https) of a backend or an upstream."""
-    for required in ("name", "url"):
-        if required not in m:
-            raise c.fail(n, f"{path}.{required}", "is required")
-    name = c.string(m["name"], f"{path}.name")
-    if not _BACKEND_NAME.fullmatch(name):
-        raise c.fail(m["name"], f"{path}.name", f"{name!r} must be lowercase letters, digits and '-'")
-    if name in taken:
-        raise c.fail(m["name"], f"{path}.name", duplicate.format(name=name))
-    url = c.string(m["url"], f"{path}.url")
-    if not re.match(r"https?://[^/]", url):
-        raise c.fail(m["url"], f"{path}.url", f"{url!r} must be an http(s) URL")
-    return name, url
-
-
-def _opt(c: _Checker, m: dict[str, yaml.Node], key: str, path: str) -> str | None:
-    return (c.string(m[key], f"{path}.{key}") or None) if key in m else None
-
-
-def _check_backend_refs(c: _Checker, top: dict[str, yaml.Node], names: set[str]) -> None:
+def _check_backend_refs(c: Checker, top: dict[str, yaml.Node], names: set[str]) -> None:
     """Every ``backend:`` names a defined backend: a typo would otherwise query the default."""
     for key in ("rules", "externalRules"):
         for i, n in enumerate(c.seq(top[key], key) if key in top else []):
@@ -535,7 +382,7 @@ def _check_backend_refs(c: _Checker, top: dict[str, yaml.Node], names: set[str])
                 _known_backend(c, v, "resourceRules.backend", names)
 
 
-def _known_backend(c: _Checker, node: yaml.Node, path: str, names: set[str]) -> None:
+def _known_backend(c: Checker, node: yaml.Node, path: str, names: set[str]) -> None:
     name = c.string(node, path)
     if name and name not in names:
         hint = difflib.get_close_matches(name, sorted(names), n=1)
@@ -567,7 +414,7 @@ def read_config(
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
         return None, [f"{source}{line}: not valid YAML: {getattr(e, 'problem', None) or e}"]
-    c = _Checker(source, fast_regexps)
+    c = Checker(source, fast_regexps)
     if root is None:
         return Config((), (), None, source), []
     errors: list[str] = []

@@ -22,14 +22,11 @@ in file order); every other metric is promhpa's own.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import yaml
 
 from .goregexp import GoRegexp, whole
-
-if TYPE_CHECKING:
-    from .config import _Checker
+from .reader import Checker, duration_seconds, named_url, optional
 
 IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 _KEYS = {
@@ -68,10 +65,9 @@ class Upstream:
         return None
 
 
-def parse_upstreams(c: _Checker, node: yaml.Node, taken: set[str]) -> tuple[Upstream, ...]:
+def parse_upstreams(c: Checker, node: yaml.Node, taken: set[str]) -> tuple[Upstream, ...]:
     """``upstreams`` checked key by key (file, line and key in every error); ``taken``: the
     backends' names, which an upstream may not reuse."""
-    from .config import _duration_seconds, _opt, named_url
 
     out: list[Upstream] = []
     for i, n in enumerate(c.seq(node, "upstreams")):
@@ -92,16 +88,16 @@ def parse_upstreams(c: _Checker, node: yaml.Node, taken: set[str]) -> tuple[Upst
             Upstream(
                 name=name,
                 url=url,
-                ca_file=_opt(c, m, "caFile", path),
+                ca_file=optional(c, m, "caFile", path),
                 insecure_skip_tls_verify=(
                     c.boolean(m["insecureSkipTLSVerify"], f"{path}.insecureSkipTLSVerify")
                     if "insecureSkipTLSVerify" in m
                     else False
                 ),
-                bearer_token_file=_opt(c, m, "bearerTokenFile", path),
-                client_cert=_opt(c, m, "clientCertFile", path),
-                client_key=_opt(c, m, "clientKeyFile", path),
-                timeout=_duration_seconds(c, m["timeout"], f"{path}.timeout") if "timeout" in m else 5.0,
+                bearer_token_file=optional(c, m, "bearerTokenFile", path),
+                client_cert=optional(c, m, "clientCertFile", path),
+                client_key=optional(c, m, "clientKeyFile", path),
+                timeout=duration_seconds(c, m["timeout"], f"{path}.timeout") if "timeout" in m else 5.0,
                 external=external,
                 custom=custom,
                 namespaces=namespaces,
@@ -111,7 +107,7 @@ def parse_upstreams(c: _Checker, node: yaml.Node, taken: set[str]) -> tuple[Upst
     return tuple(out)
 
 
-def _patterns(c: _Checker, m: dict[str, yaml.Node], key: str, path: str) -> tuple[GoRegexp, ...]:
+def _patterns(c: Checker, m: dict[str, yaml.Node], key: str, path: str) -> tuple[GoRegexp, ...]:
     if key not in m:
         return ()
     nodes = enumerate(c.seq(m[key], f"{path}.{key}"))
