@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from controller.commands.replay import moment, replay, set_path
 from controller.engine.model import Settings
-from controller.replay.command import moment, replay, set_path
 from controller.replay.plot import plot
 from controller.replay.report import as_csv, summarize
 from controller.replay.simulate import Step

@@ -6,8 +6,8 @@ import functools
 from datetime import timedelta
 from typing import Any
 
+from controller.commands.replay import replay
 from controller.engine.model import Settings
-from controller.replay.command import replay
 from controller.replay.report import summarize
 from controller.replay.tune import Knobs, apply, check, minutes_above, spec_diff, tune
 

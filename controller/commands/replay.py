@@ -22,15 +22,14 @@ from typing import Any
 import yaml
 
 from controller.engine.model import Settings
+from controller.replay import hpa_fields
+from controller.replay.hpa_validation import validate_hpa
+from controller.replay.report import as_csv, as_json, summarize, table
+from controller.replay.simulate import Loop, Outcome, Step
 from shared.cliflags import add_kubectl_flags
 from shared.durations import DurationError, parse_duration, parse_time
 from shared.quantity import Quantity, QuantityError
 from shared.textfile import decode_text
-
-from . import hpa_fields
-from .hpa_validation import validate_hpa
-from .report import as_csv, as_json, summarize, table
-from .simulate import Loop, Outcome, Step
 
 _RELATIVE = re.compile(r"^-(\d+(?:\.\d+)?)([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -266,9 +265,15 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
     """``settings_for`` gives the flags' settings for a server version: a replay of a live
     HPA decides as that cluster's release unless --emulated-version says otherwise; of a
     file, as --emulated-version or the newest supported release."""
+    from controller.replay.record import (
+        RecordError,
+        default_pod_regex,
+        pod_startup,
+        prometheus,
+        record,
+        rules,
+    )
     from shared.kube.errors import KubeError
-
-    from .record import RecordError, default_pod_regex, pod_startup, prometheus, record, rules
 
     try:
         # what can be checked without the cluster or Prometheus, first
@@ -367,7 +372,7 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
 
 def _picture(path: Path, runs: dict[str, list[Outcome]], title: str) -> int:
     """Draw ``runs`` into ``path``: 0, or 1 with the reason when the picture cannot be drawn."""
-    from .plot import PlotUnavailableError, plot
+    from controller.replay.plot import PlotUnavailableError, plot
 
     try:
         plot(runs, path, title)
@@ -385,7 +390,7 @@ def _tune(
     """``--tune``: the search (``tune.tune``), its diff, table and picture."""
     import time
 
-    from .tune import spec_diff, tune, tuned_table
+    from controller.replay.tune import spec_diff, tune, tuned_table
 
     began = time.monotonic()
     t = tune(
@@ -422,7 +427,7 @@ def _check(
     step: timedelta,
 ) -> int:  # fmt: skip
     """``--check``: exit 1 when B is worse than A beyond the thresholds."""
-    from .tune import check, first_target, minutes_above
+    from controller.replay.tune import check, first_target, minutes_above
 
     spec = variants["A"].get("spec") or {}
     goal, top = first_target(spec), int(spec.get("maxReplicas", 0))

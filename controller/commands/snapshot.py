@@ -1,0 +1,104 @@
+"""``snapshot``: everything the controller would see for one reconcile of an HPA, as a
+snapshot ``decide`` decides offline."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+import yaml
+
+from controller.endpoint_client import EndpointError
+from controller.engine.model import History
+from shared import exitcodes
+from shared.cliflags import add_kubectl_flags
+
+from .common import _controller_source, _endpoint_flags, _live_flags, _settings, controller_get
+
+
+def add_parser(sub: Any) -> None:
+    """The ``snapshot`` command's flags."""
+    s = sub.add_parser(
+        "snapshot",
+        help="write the live snapshot of one HPA (YAML) to decide offline",
+        description="Write everything the controller would see for one reconcile of NAMESPACE/NAME, as a "
+        "snapshot (docs/snapshot.md) that `decide` decides offline.",
+    )
+    s.add_argument("hpa", metavar="NAMESPACE/NAME")
+    _controller_source(
+        s,
+        "the running leader's memory of the HPA (recommendations, scale events) goes into the snapshot, "
+        "so decide reproduces the live decision exactly",
+        required=False,
+    )
+    s.add_argument(
+        "-o", "--output", choices=("yaml", "json"), default="yaml", help="yaml (the default) or json"
+    )
+    _endpoint_flags(s)
+    _live_flags(s)
+    add_kubectl_flags(s)
+    s.set_defaults(func=cmd_snapshot)
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    """Write the live snapshot of one HPA, to decide or explain offline.
+
+    It goes through the live reconcile's own path (``controller.live.observe``): informers
+    for the HPA's namespace, listed and indexed as the controller's are, then the same
+    scale, pod and metrics reads.
+    """
+
+    from controller.live.hpa_fields import hpa_essentials
+    from controller.live.observe import Observer
+    from controller.live.pod_fields import pod_essentials
+    from shared.kube.client import Kube, load
+    from shared.kube.discovery import RESTMapper
+    from shared.kube.errors import KubeError
+    from shared.kube.informer import Informer
+    from shared.kube.resources import HPA, POD
+
+    namespace, _, name = args.hpa.partition("/")
+    if not name:
+        print("error: give the HPA as NAMESPACE/NAME", file=sys.stderr)
+        return 2
+    try:
+        kube = Kube(load(args.kubeconfig))
+        server = kube.get_sync("/version").get("gitVersion")  # the cluster answers, or one line now
+        pods = Informer(kube, POD.path(namespace), transform=pod_essentials).start()
+        hpas = Informer(kube, HPA.path(namespace), transform=hpa_essentials).start()
+        try:
+            for informer in (pods, hpas):
+                if not informer.synced.wait(30):
+                    raise KubeError(0, f"could not list {informer.path} within 30s: {informer.error}")
+            observer = Observer(kube, RESTMapper(kube), hpas, pods, _settings(args, server))
+            wanted = args.controller_url or args.from_leader
+            history = _live_history(args, namespace, name) if wanted else None
+            snap = asyncio.run(observer.observe(namespace, name, history)).snapshot
+        finally:
+            pods.stop()
+            hpas.stop()
+    except (KubeError, EndpointError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return exitcodes.for_error(e)
+    if args.output == "json":
+        print(json.dumps(snap, indent=2))
+    else:
+        print(yaml.safe_dump(snap, sort_keys=False), end="")
+    return 0
+
+
+def _live_history(args: argparse.Namespace, namespace: str, name: str) -> History | None:
+    """The running controller's memory of the HPA (its /debug/history endpoint)."""
+    from controller.engine.parse import parse_history_wire
+
+    try:
+        return parse_history_wire(controller_get(args, f"/debug/history/{namespace}/{name}"))
+    except EndpointError as e:
+        if e.status == 404:
+            where = args.controller_url or "the leader"
+            print(f"note: {where} has not reconciled {namespace}/{name}: no history", file=sys.stderr)
+            return None
+        raise
