@@ -1,5 +1,5 @@
 """``python -m adapter`` / ``promhpa-adapter``: serve the metrics APIs from Prometheus, or
-``check-config`` a rule file. Flags are ``adapter.flags``'; serving is ``adapter.server``'."""
+``check-config`` a rule file. Flags are ``adapter.commandline.flags``'; serving is ``adapter.server``'."""
 
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from adapter.commandline import compat
+from adapter.commandline.check_config import check_config
+from adapter.commandline.flags import check_parser, serve_parser, team_limits
+from adapter.team.check_metricrules import check_manifests, manifests
+from adapter.team.team_rules import Limits
 from promclient.backends import Backends
 from promclient.prometheus import Prometheus, PrometheusSettings
 from rules.config import ConfigError, parse_config
@@ -26,12 +31,7 @@ from shared.kube.discovery import served_resources
 from shared.kube.errors import KubeError
 from shared.textfile import decode_text
 
-from . import compat
-from .check_config import check_config
-from .check_metricrules import check_manifests, manifests
-from .flags import check_parser, serve_parser, team_limits
 from .server import backend_factory, load_rules, serve
-from .team_rules import Limits
 
 
 def _served_resources(kubeconfig: str) -> dict[str, set[str]] | int:

@@ -34,6 +34,23 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from adapter.commandline import compat
+from adapter.commandline.flags import prometheus_settings, team_limits
+from adapter.forwarding.upstreams import Upstreams
+from adapter.serving.app import AUTHENTICATOR, PROVIDERS, AdapterMetrics, build_app, prometheus_session
+from adapter.serving.auth import Authenticator, RequestHeaderConfig, add_client_ca, load_requestheader_config
+from adapter.serving.default_rules import DEFAULT_RULES
+from adapter.serving.health import Health, ProbeServer
+from adapter.serving.objects import ObjectCache
+from adapter.serving.providers import Providers
+from adapter.serving.registry import Registry
+from adapter.serving.relister import Relister
+from adapter.serving.reload import RuleReloader
+from adapter.serving.rules_webhook import MetricRuleReviewer, RulesReviewer, WebhookMetrics, webhook_app
+from adapter.team.judging import RuleJudge
+from adapter.team.team_gate import TeamGate
+from adapter.team.team_rules import Limits
+from adapter.team.team_watch import TeamRuleWatch
 from promclient.backends import Backends, basic_auth
 from promclient.prometheus import Prometheus, PrometheusSettings
 from rules.config import Backend, Config, load_config, parse_config
@@ -44,24 +61,6 @@ from shared.kube.errors import KubeError
 from shared.lifecycle import stop_signals, until_stopped
 from shared.logging import configure
 from shared.tls import server_context, serving_files
-
-from . import compat
-from .app import AUTHENTICATOR, PROVIDERS, AdapterMetrics, build_app, prometheus_session
-from .auth import Authenticator, RequestHeaderConfig, add_client_ca, load_requestheader_config
-from .default_rules import DEFAULT_RULES
-from .flags import prometheus_settings, team_limits
-from .health import Health, ProbeServer
-from .judging import RuleJudge
-from .objects import ObjectCache
-from .providers import Providers
-from .registry import Registry
-from .relister import Relister
-from .reload import RuleReloader
-from .rules_webhook import MetricRuleReviewer, RulesReviewer, WebhookMetrics, webhook_app
-from .team_gate import TeamGate
-from .team_rules import Limits
-from .team_watch import TeamRuleWatch
-from .upstreams import Upstreams
 
 log = structlog.get_logger("adapter")
 # the young GC generation's threshold while serving (CPython's default is 700): see shared/gcpolicy
@@ -255,7 +254,7 @@ class Adapter:
 
     @contextlib.asynccontextmanager
     async def _team_rules(self, app: web.Application, kube: Kube) -> AsyncIterator[None]:
-        """MetricRules and ClusterMetricRules, watched and served (``adapter.team_watch``)."""
+        """MetricRules and ClusterMetricRules, watched and served (``adapter.team.team_watch``)."""
         a = self.args
         watch = TeamRuleWatch(
             kube,
@@ -304,7 +303,7 @@ class Adapter:
         return await _site(runner, a.bind_address, a.secure_port, ctx)
 
     async def listen_webhook(self) -> web.AppRunner | None:
-        """The rules webhook on a listener of its own (``adapter.rules_webhook``)."""
+        """The rules webhook on a listener of its own (``adapter.serving.rules_webhook``)."""
         a = self.args
         if not a.rules_webhook:
             return None

@@ -27,8 +27,8 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from adapter.app import build_app
-from adapter.registry import Registry
+from adapter.serving.app import build_app
+from adapter.serving.registry import Registry
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
 from localcluster.tools import wait_until
 from promclient.prometheus import Prometheus, PrometheusSettings

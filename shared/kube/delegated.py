@@ -9,7 +9,7 @@ kube-apiserver reads them. Authorization: a ``SubjectAccessReview`` for the requ
 attributes. Answers are reused for ``cache_ttl`` seconds, keyed by a hash of the token or
 the review (never the token itself).
 
-The adapter adds the front proxy's headers on top (``adapter.auth``); the controller's
+The adapter adds the front proxy's headers on top (``adapter.serving.auth``); the controller's
 endpoints use this as it is (``controller.live.endpoints``).
 """
 

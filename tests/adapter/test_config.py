@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapter.default_rules import DEFAULT_RULES
+from adapter.serving.default_rules import DEFAULT_RULES
 from rules.config import ConfigError, parse_config
 
 GOOD = """

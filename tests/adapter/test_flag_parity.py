@@ -12,7 +12,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from adapter import compat
-from adapter.flags import serve_parser
+from adapter.commandline.flags import serve_parser
 from localcluster.tools import Binaries, cache_bin
 from tests.support import missing
 

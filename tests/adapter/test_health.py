@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from adapter.health import Health, ProbeServer
+from adapter.serving.health import Health, ProbeServer
 from tests.support import free_port
 
 

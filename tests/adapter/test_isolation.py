@@ -8,7 +8,7 @@ from datetime import timedelta
 import promql_parser as pp
 import pytest
 
-from adapter.isolation import IsolationError, _shape, check, confine, confine_selector
+from adapter.team.isolation import IsolationError, _shape, check, confine, confine_selector
 
 NS = "team-a"
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from adapter.isolation import confine
+from adapter.team.isolation import confine
 from localcluster.prometheus import Exporter, PrometheusProcess
 from localcluster.tools import wait_until
 

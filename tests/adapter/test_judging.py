@@ -14,8 +14,8 @@ import promql_parser
 import pytest
 from prometheus_client import CollectorRegistry
 
-from adapter.judging import RuleJudge
-from adapter.team_rules import NAMESPACED, Limits, TeamRule, Verdict
+from adapter.team.judging import RuleJudge
+from adapter.team.team_rules import NAMESPACED, Limits, TeamRule, Verdict
 
 
 def parse_without_limits(kind: str, obj: dict[str, Any], limits: Limits, now: float | None) -> Verdict:

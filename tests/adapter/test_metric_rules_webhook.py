@@ -12,9 +12,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from adapter.judging import RuleJudge
-from adapter.rules_webhook import METRIC_RULES_PATH, MetricRuleReviewer, WebhookMetrics
-from adapter.team_rules import Limits
+from adapter.serving.rules_webhook import METRIC_RULES_PATH, MetricRuleReviewer, WebhookMetrics
+from adapter.team.judging import RuleJudge
+from adapter.team.team_rules import Limits
 
 
 @pytest.fixture(scope="module")

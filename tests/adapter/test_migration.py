@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from adapter import compat
-from adapter.flags import _header, prometheus_settings, serve_parser
+from adapter.commandline.flags import _header, prometheus_settings, serve_parser
 from localcluster import Cluster
 from shared.tls import self_signed, server_context
 from tests.support import (

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from adapter.objects import ObjectCache
+from adapter.serving.objects import ObjectCache
 from localcluster import Cluster
 from rules.naming import PODS
 from shared.kube.client import Kube, load

@@ -137,7 +137,7 @@ def test_request_past_the_limit_gets_429_status_with_retry_after() -> None:
     import aiohttp
     from aiohttp import web
 
-    from adapter.health import inflight_limiter
+    from adapter.serving.health import inflight_limiter
 
     async def scenario() -> tuple[int, str | None, dict[str, object], int]:
         release = asyncio.Event()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
-from adapter.app import AdapterMetrics
+from adapter.serving.app import AdapterMetrics
 from promclient.backends import Backends
 from promclient.promapi import PrometheusUnavailable
 from promclient.prometheus import Prometheus, PrometheusSettings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import promql_parser as pp
 import pytest
 
-from adapter.query_size import CEILING, QueryTooLarge, SizeLimits, check_size, measure
+from adapter.team.query_size import CEILING, QueryTooLarge, SizeLimits, check_size, measure
 
 
 def tree_depth(query: str) -> int:

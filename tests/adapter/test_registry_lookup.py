@@ -16,7 +16,7 @@ from datetime import timedelta
 
 import pytest
 
-from adapter.registry import Registry
+from adapter.serving.registry import Registry
 from promclient.promapi import PrometheusTimeout
 from promclient.prometheus import Prometheus
 from promclient.promsettings import PrometheusSettings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapter.requests import BadRequest, NotFound, decode_path, parse_path, request_info
+from adapter.serving.requests import BadRequest, NotFound, decode_path, parse_path, request_info
 from rules.config import GroupResource
 
 C = "/apis/custom.metrics.k8s.io/v1beta2"

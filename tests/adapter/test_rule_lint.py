@@ -9,7 +9,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from adapter.default_rules import DEFAULT_RULES
+from adapter.serving.default_rules import DEFAULT_RULES
 from localcluster.tools import prometheus_major
 from rules.config import parse_config
 from rules.rule_lint import _example_query, parse_promql

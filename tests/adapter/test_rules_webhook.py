@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapter.rules_webhook import WEBHOOK_PATH
+from adapter.serving.rules_webhook import WEBHOOK_PATH
 from localcluster.pki import issue, make_ca
 from tests.netproxy import Proxy
 from tests.support import (

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from adapter.query_cost import CostLimits
-from adapter.team_gate import TeamGate, TeamLimitError
+from adapter.team.query_cost import CostLimits
+from adapter.team.team_gate import TeamGate, TeamLimitError
 
 
 class Clock:

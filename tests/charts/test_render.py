@@ -14,7 +14,7 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from adapter.default_rules import DEFAULT_RULES
+from adapter.serving.default_rules import DEFAULT_RULES
 from localcluster import Cluster
 from rules.config import parse_config
 from tests.charts.chart import CHART, CI_VALUES, as_list, helm, of_kind, render, stand_in_crds

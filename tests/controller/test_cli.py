@@ -282,7 +282,7 @@ def test_a_closed_pipe_ends_decide_quietly() -> None:
 def test_every_subcommand_has_a_description_and_every_flag_a_help() -> None:
     import argparse
 
-    from adapter.flags import check_parser, serve_parser
+    from adapter.commandline.flags import check_parser, serve_parser
     from controller.cli import build_parser
 
     missing: list[str] = []

@@ -12,6 +12,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from adapter.serving.rules_webhook import WEBHOOK_PATH
+from adapter.team.query_cost import CostLimits
+from adapter.team.query_size import CEILING, SizeLimits
 from promclient.prometheus import PrometheusSettings
 from shared.cliflags import (
     add_log_flags,
@@ -26,9 +29,6 @@ from shared.cliflags import (
 from shared.version import promhpa_version
 
 from . import compat
-from .query_cost import CostLimits
-from .query_size import CEILING, SizeLimits
-from .rules_webhook import WEBHOOK_PATH
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -366,7 +366,7 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
 
 def _team_limit_flags(team: argparse._ArgumentGroup) -> None:
     """What one namespace's MetricRules may cost the adapter and the shared Prometheus
-    (docs/rules.md, "Limits"). Each default is ``adapter.query_size``'s or ``query_cost``'s."""
+    (docs/rules.md, "Limits"). Each default is ``adapter.team.query_size``'s or ``query_cost``'s."""
     size, cost = SizeLimits(), CostLimits()
     team.add_argument(
         "--team-rule-max-query-length",

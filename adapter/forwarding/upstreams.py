@@ -30,11 +30,10 @@ import orjson
 import structlog
 from aiohttp import web
 
+from adapter.serving.wire import CUSTOM, EXTERNAL, status
 from rules.upstream_config import IN_CLUSTER_TOKEN, Upstream, routed
 
-from .wire import CUSTOM, EXTERNAL, status
-
-log = structlog.get_logger("adapter.upstreams")
+log = structlog.get_logger("adapter.forwarding.upstreams")
 _LISTS = ((CUSTOM, "v1beta1"), (CUSTOM, "v1beta2"), (EXTERNAL, "v1beta1"))
 TOKEN_REREAD = 10.0
 

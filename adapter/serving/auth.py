@@ -33,7 +33,7 @@ from .health import PROBE_PATHS, Handler
 from .requests import REQUEST_INFO, BadRequest, RequestInfo, request_info
 from .wire import status
 
-log = structlog.get_logger("adapter.auth")
+log = structlog.get_logger("adapter.serving.auth")
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from shared.selectors import Selector
 
 from .health import Health
 
-log = structlog.get_logger("adapter.objects")
+log = structlog.get_logger("adapter.serving.objects")
 
 
 class ObjectsUnavailable(PrometheusUnavailable):

@@ -34,7 +34,7 @@ from aiohttp import web
 
 from .wire import status
 
-log = structlog.get_logger("adapter.health")
+log = structlog.get_logger("adapter.serving.health")
 PROBE_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _MP = multiprocessing.get_context("spawn")  # never fork a process that runs threads and a loop
@@ -52,7 +52,7 @@ class Health:
         self._parts: dict[str, str] = {}
         self.ready_reason = "the first series discovery has not completed"
         # more readiness checks, run by the heartbeat each second on the serving loop (None:
-        # ready); e.g. the object informers' staleness (``adapter.objects``)
+        # ready); e.g. the object informers' staleness (``adapter.serving.objects``)
         self.checks: list[Callable[[], str | None]] = []
 
     def __getstate__(self) -> dict[str, object]:

@@ -18,6 +18,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from adapter.forwarding.upstreams import Upstreams
+from adapter.team.team_gate import TeamLimitError
 from promclient.promapi import PrometheusTimeout, PrometheusUnavailable
 from rules.config import Config
 from rules.promql import QueryError
@@ -28,8 +30,6 @@ from .health import Health, inflight_limiter, probe_routes
 from .providers import ObjectLister, Providers
 from .registry import Registry
 from .requests import REQUEST_INFO, BadRequest, MetricRequest, NotFound, parse_path
-from .team_gate import TeamLimitError
-from .upstreams import Upstreams
 from .wire import CUSTOM, EXTERNAL, VERSIONS, group_entry, resource_list, status
 
 log = structlog.get_logger("adapter")

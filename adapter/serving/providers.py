@@ -15,6 +15,11 @@ from collections.abc import AsyncIterator, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
+from adapter.team.isolation import IsolationError
+from adapter.team.query_cost import over_cost
+from adapter.team.team_gate import TeamGate, TeamLimitError
+from adapter.team.team_rules import NAMESPACED, Assignment, Key, TeamRule
+from adapter.team.team_rules import Served as TeamServed
 from promclient.backends import Backends
 from promclient.promapi import Gate, PrometheusAPI, PrometheusTimeout, Sample
 from rules.config import Config, GroupResource
@@ -24,18 +29,13 @@ from rules.queries import ObjectQuery, container_query, custom_query, external_q
 from shared.quantity import Format, Quantity
 from shared.selectors import Selector
 
-from .isolation import IsolationError
-from .query_cost import over_cost
 from .registry import Registry
 from .requests import BadRequest, MetricRequest, NotFound
-from .team_gate import TeamGate, TeamLimitError
-from .team_rules import NAMESPACED, Assignment, Key, TeamRule
-from .team_rules import Served as TeamServed
 from .wire import CUSTOM, EXTERNAL, RESOURCE, item_builder, milli_quantity, timestamp, value_list
 
 
 class TeamRules(Protocol):
-    """What serving needs of ``adapter.team_watch.TeamRuleWatch``: the current assignment,
+    """What serving needs of ``adapter.team.team_watch.TeamRuleWatch``: the current assignment,
     and where to say that a rule's request met a per-namespace limit (or no longer does)."""
 
     assignment: Assignment
@@ -86,7 +86,7 @@ class Providers:
     ) -> None:
         self.config, self.registry, self.lister = config, registry, lister
         self.backends = Backends.of(prometheus)  # each rule is answered by its own backend
-        # MetricRules and ClusterMetricRules (``adapter.team_watch``), when watched
+        # MetricRules and ClusterMetricRules (``adapter.team.team_watch``), when watched
         self.team: TeamRules | None = None
         self.team_query_timeout = 5.0
         self.team_gate = TeamGate()  # the per-namespace limits on MetricRule queries
@@ -189,7 +189,7 @@ class Providers:
 
     async def _team_query(self, rule: TeamRule, query: str) -> list[Sample]:
         """A team rule's query under its limits: a MetricRule's within its namespace's
-        (``adapter.team_gate``), every one within the team rules' query time limit. A limit
+        (``adapter.team.team_gate``), every one within the team rules' query time limit. A limit
         hit is said on the rule's status too."""
         if rule.kind != NAMESPACED:
             return await self._timed(rule, query)

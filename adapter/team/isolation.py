@@ -7,7 +7,7 @@ works the same for Prometheus, Thanos and any other backend a rule names.
 
 How it stays safe:
 
-1. The text is measured before any parse (``adapter.query_size``): the parser is never
+1. The text is measured before any parse (``adapter.team.query_size``): the parser is never
    given a query deep enough to crash it.
 2. The query is parsed once and printed by us in one walk. Every vector selector, at any
    depth (inside range vectors, subqueries, functions and aggregations), gets
@@ -67,7 +67,7 @@ class IsolationError(ValueError):
 
 @dataclass(frozen=True)
 class Reach:
-    """What a query reads, for the cost limits (``adapter.query_cost``): the longest single
+    """What a query reads, for the cost limits (``adapter.team.query_cost``): the longest single
     window, how far before the evaluation time its oldest sample can lie (windows and offsets
     along each path, summed), the smallest explicit subquery step, and the earliest time an
     ``@`` modifier pins (None: none does)."""
@@ -365,7 +365,7 @@ def confine_query(
 
 
 class QueryTooLargeError(IsolationError):
-    """A query over a size limit (``adapter.query_size``), refused before any parse."""
+    """A query over a size limit (``adapter.team.query_size``), refused before any parse."""
 
 
 def check(query: str, namespace: str, label: str = NAMESPACE_LABEL) -> None:

@@ -1,0 +1,1 @@
+"""Metrics other providers serve (KEDA, prometheus-adapter, a second promhpa), forwarded."""
