@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from adapter import compat
+from adapter.commandline import compat
 from adapter.commandline.flags import check_parser, serve_parser
 from controller.cli import build_parser
 from tests.support import ROOT

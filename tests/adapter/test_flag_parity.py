@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from adapter import compat
+from adapter.commandline import compat
 from adapter.commandline.flags import serve_parser
 from localcluster.tools import Binaries, cache_bin
 from tests.support import missing

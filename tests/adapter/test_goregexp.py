@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from adapter import goregexp
 from localcluster.tools import Binaries, cache_bin
+from rules import goregexp
 from tests.support import missing
 
 pytestmark = [pytest.mark.tools]

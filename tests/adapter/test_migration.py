@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from adapter import compat
+from adapter.commandline import compat
 from adapter.commandline.flags import _header, prometheus_settings, serve_parser
 from localcluster import Cluster
 from shared.tls import self_signed, server_context
