@@ -25,7 +25,6 @@ from shared.textfile import decode_text
 from . import goregexp
 from .goregexp import GoRegexp
 from .reader import (
-    QUERY_FIELDS,
     RESOURCE_FIELDS,
     Checker,
     ConfigError,
@@ -37,7 +36,7 @@ from .templates import Template
 from .upstream_config import Upstream, parse_upstreams
 
 T = TypeVar("T")
-__all__ = ["QUERY_FIELDS", "RESOURCE_FIELDS", "ConfigError", "named_url"]  # re-exported for readers
+__all__ = ["ConfigError"]  # the rule file's error, where its readers look for it
 
 
 @dataclass(frozen=True)

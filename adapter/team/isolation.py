@@ -43,7 +43,7 @@ from functools import lru_cache
 
 import promql_parser as pp
 
-from .query_size import CEILING, QueryTooLarge, SizeLimits, check_size
+from .query_size import CEILING, QueryTooLarge, check_size
 
 NAMESPACE_LABEL = "namespace"
 _IDENT = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -154,9 +154,18 @@ def _selector_text(vs: pp.VectorSelector, namespace: str, label: str, window: ti
     return text + _modifiers(vs.offset, vs.at)
 
 
+def _measured_parse(query: str) -> pp.Expr:
+    """Parse text a user wrote, after measuring it against ``CEILING``: the parser is never
+    handed a query deep enough to crash it (``adapter.team.query_size``)."""
+    try:
+        check_size(query, CEILING)
+    except QueryTooLarge as e:
+        raise QueryTooLargeError(str(e)) from None
+    return _parse(query)
+
+
 def _parse(query: str) -> pp.Expr:
-    """Parse a query already measured (``check_size``): the parser is never handed one deep
-    enough to crash it."""
+    """Parse a query that was measured, or printed by us from a measured one."""
     try:
         return pp.parse(query)
     except (ValueError, RuntimeError) as e:  # RecursionError is a RuntimeError
@@ -340,18 +349,12 @@ def confine(query: str, namespace: str, label: str = NAMESPACE_LABEL) -> str:
 
 
 @lru_cache(maxsize=8192)
-def confine_query(
-    query: str, namespace: str, label: str = NAMESPACE_LABEL, limits: SizeLimits = CEILING
-) -> Confined:
+def confine_query(query: str, namespace: str, label: str = NAMESPACE_LABEL) -> Confined:
     """``query`` confined and checked, with what it reads (``Reach``); IsolationError (or its
-    subclass for a query over ``limits``) says why not."""
+    subclass for a query past what the parser survives) says why not."""
     if not namespace:
         raise IsolationError("no namespace to confine the query to")
-    try:
-        check_size(query, limits)
-    except QueryTooLarge as e:
-        raise QueryTooLargeError(str(e)) from None
-    expr = _parse(query)
+    expr = _measured_parse(query)
     wrote = _shape(expr, namespace, label)  # also refuses `or` in braces
     out = _print(expr, namespace, label)  # also refuses implicit reads and fill
     printed = _parse(out)
@@ -370,11 +373,7 @@ class QueryTooLargeError(IsolationError):
 
 def check(query: str, namespace: str, label: str = NAMESPACE_LABEL) -> None:
     """Refuse ``query`` unless every selector in it carries ``label="namespace"``."""
-    try:
-        check_size(query, CEILING)
-    except QueryTooLarge as e:
-        raise QueryTooLargeError(str(e)) from None
-    _check(_parse(query), namespace, label)
+    _check(_measured_parse(query), namespace, label)
 
 
 def _is_confined(vs: pp.VectorSelector, namespace: str, label: str) -> bool:
@@ -399,11 +398,7 @@ def _check(expr: pp.Expr, namespace: str, label: str) -> None:
 
 def confine_selector(selector: str, namespace: str, label: str = NAMESPACE_LABEL) -> str:
     """A series selector (a rule's ``seriesQuery``, sent as ``match[]``) confined likewise."""
-    try:
-        check_size(selector, CEILING)
-    except QueryTooLarge as e:
-        raise QueryTooLargeError(str(e)) from None
-    expr = _parse(selector)
+    expr = _measured_parse(selector)
     if not isinstance(expr, pp.VectorSelector):
         raise IsolationError(f"{selector!r} is not a series selector")
     return confine(selector, namespace, label)

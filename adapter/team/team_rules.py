@@ -59,12 +59,10 @@ CLUSTER_SCOPED = {NAMESPACES, NODES, GroupResource("", "persistentvolumes")}
 class Limits:
     per_namespace: int = 50
     backends: frozenset[str] = frozenset({""})  # "" is the adapter's --prometheus-url
-    size: SizeLimits = field(
-        default_factory=SizeLimits
-    )  # a MetricRule's text (a ClusterMetricRule's: CEILING)
-    cost: CostLimits = field(
-        default_factory=CostLimits
-    )  # a MetricRule's (a ClusterMetricRule is the platform's)
+    # a MetricRule's query text (a ClusterMetricRule's is held to CEILING only: ``_size``)
+    size: SizeLimits = field(default_factory=SizeLimits)
+    # a MetricRule's cost (a ClusterMetricRule is the platform's, and has none)
+    cost: CostLimits = field(default_factory=CostLimits)
 
 
 @dataclass(frozen=True)
@@ -81,9 +79,8 @@ class TeamRule:
     created: str
     rule: Rule | None = None  # the file form, parsed as the rule file's would be
     selector: str = ""  # the file form's seriesQuery, as sent (confined for a MetricRule)
-    reach: Reach = field(
-        default_factory=Reach
-    )  # what its query reads (a MetricRule's; checked again per request for @)
+    # what its query reads (a MetricRule's; its @ reach is checked again at each request)
+    reach: Reach = field(default_factory=Reach)
 
     @property
     def custom(self) -> bool:
@@ -170,7 +167,6 @@ def judge(kind: str, obj: Mapping[str, Any], limits: Limits, now: float | None =
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     namespace = str(meta.get("namespace") or "") if kind == NAMESPACED else ""
-    size = limits.size if kind == NAMESPACED else CEILING
     if "query" not in spec:
         return _file_form(kind, obj, namespace, limits, now)
     metric, query = spec.get("metric"), spec.get("query")
@@ -184,7 +180,7 @@ def judge(kind: str, obj: Mapping[str, Any], limits: Limits, now: float | None =
         return refused
     reach = Reach()
     try:
-        check_size(query, size, "the query")
+        check_size(query, _size(kind, limits), "the query")
         if kind == NAMESPACED:
             confined = confine_query(query, namespace)
             sent, reach = confined.query, confined.reach
@@ -206,6 +202,10 @@ def judge(kind: str, obj: Mapping[str, Any], limits: Limits, now: float | None =
         str(meta.get("creationTimestamp") or ""),
         reach=reach,
     )
+
+
+def _size(kind: str, limits: Limits) -> SizeLimits:
+    return limits.size if kind == NAMESPACED else CEILING
 
 
 def _over_cost(kind: str, reach: Reach, limits: Limits, now: float | None) -> str | None:
@@ -241,7 +241,7 @@ def _file_form(
     refused = _backend_refused(kind, backend, limits)
     if refused is not None:
         return refused
-    size = limits.size if kind == NAMESPACED else CEILING
+    size = _size(kind, limits)
     for key in ("seriesQuery", "metricsQuery"):
         if isinstance(spec.get(key), str):
             try:
