@@ -289,6 +289,13 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
             )
         if a.tune and (a.spec_b or a.set or a.check):
             raise ValueError("--tune searches its own variants: it takes no --spec-b, --set or --check")
+        stdin = [
+            name for name, v in (("HPA", a.hpa), ("--spec-b", a.spec_b), ("--config", a.config)) if v == "-"
+        ]
+        if len(stdin) > 1:
+            raise ValueError(
+                f"{' and '.join(stdin)} both read standard input (-): give one of them as a file"
+            )
         if a.tune_budget < 1:
             raise ValueError(f"--tune-budget must be at least 1, not {a.tune_budget}")
         if a.step is not None and a.step <= timedelta(0):

@@ -71,3 +71,21 @@ def test_a_utf16_file_is_named_with_what_to_do(tmp_path: Path, hung_prometheus: 
     out = replay(tmp_path, hung_prometheus, str(hpa))
     assert out.returncode == 2
     assert out.stderr.strip() == f"error: {hpa}: is UTF-16 encoded; save it as UTF-8"
+
+
+def test_the_rule_file_can_come_from_standard_input(tmp_path: Path, hung_prometheus: str) -> None:
+    """A mistake in it is reported as <stdin>'s, before any query."""
+    hpa = tmp_path / "hpa.yaml"
+    hpa.write_text(HPA)
+    argv = [sys.executable, "-m", "controller", "replay", str(hpa), f"--prometheus-url={hung_prometheus}"]
+    out = subprocess.run(
+        [*argv, "--config=-"], input="rulez: []\n", capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert out.returncode == 2
+    assert "<stdin>:1: rulez: unknown key (did you mean 'rules'?)" in out.stderr
+
+
+def test_only_one_argument_may_read_standard_input(tmp_path: Path, hung_prometheus: str) -> None:
+    out = replay(tmp_path, hung_prometheus, "-", "--spec-b=-")
+    assert out.returncode == 2
+    assert "HPA and --spec-b both read standard input" in out.stderr
