@@ -17,10 +17,11 @@ from typing import Any
 
 from adapter.commandline import compat
 from adapter.commandline.check_config import check_config
-from adapter.commandline.flags import check_parser, serve_parser, team_limits
+from adapter.commandline.flags import check_parser, serve_parser
+from adapter.commandline.team_flags import team_limits
 from adapter.team.check_metricrules import check_manifests, manifests
 from adapter.team.team_rules import Limits
-from promclient.backends import Backends
+from promclient.backends import Backends, backend_factory
 from promclient.prometheus import Prometheus, PrometheusSettings
 from rules.config import ConfigError, parse_config
 from shared import eventloop, exitcodes
@@ -31,7 +32,7 @@ from shared.kube.discovery import served_resources
 from shared.kube.errors import KubeError
 from shared.textfile import decode_text
 
-from .server import backend_factory, load_rules, serve
+from .server import load_rules, serve
 
 
 def _served_resources(kubeconfig: str) -> dict[str, set[str]] | int:

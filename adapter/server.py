@@ -23,11 +23,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
 import ipaddress
 import ssl
 import urllib.parse
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,8 @@ import structlog
 from aiohttp import web
 
 from adapter.commandline import compat
-from adapter.commandline.flags import prometheus_settings, team_limits
+from adapter.commandline.prometheus_flags import prometheus_settings
+from adapter.commandline.team_flags import team_limits
 from adapter.forwarding.upstreams import Upstreams
 from adapter.serving.app import AUTHENTICATOR, PROVIDERS, AdapterMetrics, build_app, prometheus_session
 from adapter.serving.auth import Authenticator, RequestHeaderConfig, add_client_ca, load_requestheader_config
@@ -51,9 +51,9 @@ from adapter.team.judging import RuleJudge
 from adapter.team.team_gate import TeamGate
 from adapter.team.team_rules import Limits
 from adapter.team.team_watch import TeamRuleWatch
-from promclient.backends import Backends, basic_auth
-from promclient.prometheus import Prometheus, PrometheusSettings
-from rules.config import Backend, Config, load_config, parse_config
+from promclient.backends import Backends, backend_factory
+from promclient.prometheus import Prometheus
+from rules.config import Config, load_config, parse_config
 from shared.gcpolicy import freeze_startup_heap
 from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
@@ -77,33 +77,6 @@ class StartupError(Exception):
 
 def load_rules(path: str | None) -> Config:
     return load_config(path) if path else parse_config(DEFAULT_RULES, "<prometheus-adapter defaults>")
-
-
-def backend_factory(
-    base: PrometheusSettings, cache_ttl: float, on_query: Callable[[str, float, bool], None] | None = None
-) -> Callable[[Backend], Prometheus]:
-    """Clients for the rule file's backends: what a backend leaves unset comes from the
-    command line's Prometheus flags (timeout, method, POST threshold, retries)."""
-
-    def make(spec: Backend) -> Prometheus:
-        settings = dataclasses.replace(
-            base,
-            url=spec.url,
-            name=spec.name,
-            headers=dict(spec.headers),
-            params=dict(spec.params),
-            ca_file=spec.ca_file,
-            token_file=spec.bearer_token_file,
-            client_cert=spec.client_cert,
-            client_key=spec.client_key,
-            basic_auth=basic_auth(spec),
-            insecure_skip_verify=spec.insecure_skip_tls_verify,
-            timeout=spec.timeout if spec.timeout is not None else base.timeout,
-            method=spec.method or base.method,
-        )
-        return Prometheus(settings, cache_ttl=cache_ttl, on_query=on_query)
-
-    return make
 
 
 class Adapter:

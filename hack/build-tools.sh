@@ -226,16 +226,16 @@ build_differential() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
-# Go's regexp behind a JSON driver (tests/adapter/goregexp, test tooling): the regex
+# Go's regexp behind a JSON driver (tests/rules/goregexp, test tooling): the regex
 # differential test's reference. Standard library only; cached by a hash of its source.
 goregexp_dir() {
   local here; here=$(cd "$(dirname "$0")/.." && pwd)
-  echo "$CACHE/bin/goregexp-$(cat "$here/tests/adapter/goregexp/go.mod" "$here/tests/adapter/goregexp/main.go" | sha256sum | cut -c1-12)"
+  echo "$CACHE/bin/goregexp-$(cat "$here/tests/rules/goregexp/go.mod" "$here/tests/rules/goregexp/main.go" | sha256sum | cut -c1-12)"
 }
 build_goregexp() {
   local here out; here=$(cd "$(dirname "$0")/.." && pwd); out=$(goregexp_dir)
   mkdir -p "$out.tmp"
-  (cd "$here/tests/adapter/goregexp" && go build -trimpath -o "$out.tmp/goregexp" .)
+  (cd "$here/tests/rules/goregexp" && go build -trimpath -o "$out.tmp/goregexp" .)
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 

@@ -128,7 +128,7 @@ class Binaries:
     def goregexp(self) -> str:
         """Go's regexp behind a JSON driver (cached by a hash of its source, as
         hack/build-tools.sh does)."""
-        src = ROOT / "tests" / "adapter" / "goregexp"
+        src = ROOT / "tests" / "rules" / "goregexp"
         digest = hashlib.sha256((src / "go.mod").read_bytes() + (src / "main.go").read_bytes()).hexdigest()
         return str(self.bin / f"goregexp-{digest[:12]}" / "goregexp")
 

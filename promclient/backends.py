@@ -20,6 +20,7 @@ from pathlib import Path
 from rules.config import Backend
 
 from .promapi import PrometheusAPI, PrometheusUnavailable
+from .prometheus import Prometheus, PrometheusSettings
 
 Factory = Callable[[Backend], PrometheusAPI]
 
@@ -84,6 +85,33 @@ class Backends:
         for name in list(self._clients):
             _close(self._clients.pop(name))
         _close(self.default)
+
+
+def backend_factory(
+    base: PrometheusSettings, cache_ttl: float, on_query: Callable[[str, float, bool], None] | None = None
+) -> Callable[[Backend], Prometheus]:
+    """Clients for the rule file's backends: what a backend leaves unset comes from the
+    command line's Prometheus flags (timeout, method, POST threshold, retries)."""
+
+    def make(spec: Backend) -> Prometheus:
+        settings = dataclasses.replace(
+            base,
+            url=spec.url,
+            name=spec.name,
+            headers=dict(spec.headers),
+            params=dict(spec.params),
+            ca_file=spec.ca_file,
+            token_file=spec.bearer_token_file,
+            client_cert=spec.client_cert,
+            client_key=spec.client_key,
+            basic_auth=basic_auth(spec),
+            insecure_skip_verify=spec.insecure_skip_tls_verify,
+            timeout=spec.timeout if spec.timeout is not None else base.timeout,
+            method=spec.method or base.method,
+        )
+        return Prometheus(settings, cache_ttl=cache_ttl, on_query=on_query)
+
+    return make
 
 
 def label(name: str) -> str:

@@ -12,7 +12,7 @@ RE2's Python binding costs about 5 us a search against ``re``'s 0.4 us, and disc
 searches every series name; so a pattern written only in the subset where the two
 dialects provably agree (ASCII literals and classes, ``.``, groups, alternation,
 quantifiers, ``^``, ``$`` as ``\\Z``, ``\\z``) is searched by ``re`` after RE2 has accepted
-it. The regex differential test (tests/adapter/test_goregexp.py) holds both paths equal to
+it. The regex differential test (tests/rules/test_goregexp.py) holds both paths equal to
 Go's ``regexp`` over generated patterns and names.
 
 ``expand`` is Go's ``Regexp.Expand``: ``$1``, ``${1}``, ``$name``, ``${name}``, ``$$``; a

@@ -1,26 +1,20 @@
 """The adapter's command line: every flag of ``promhpa-adapter`` and ``check-config``.
 
 Flags keep prometheus-adapter's names where they exist (``compat`` maps the rest of
-v0.12.0's). Only parsing lives here; what the flags build is ``server``'s.
+v0.12.0's). Only parsing lives here (``prometheus_flags`` and ``team_flags`` hold those two
+groups); what the flags build is ``server``'s.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
 
 from adapter.serving.rules_webhook import WEBHOOK_PATH
-from adapter.team.query_cost import CostLimits
-from adapter.team.query_size import CEILING, SizeLimits
-from promclient.prometheus import PrometheusSettings
 from shared.cliflags import (
     add_log_flags,
     add_runtime_flags,
     add_tls_flags,
-    deprecated_alias,
     duration,
     port,
     port_or_zero,
@@ -29,127 +23,12 @@ from shared.cliflags import (
 from shared.version import promhpa_version
 
 from . import compat
+from .prometheus_flags import prometheus_flags
+from .team_flags import team_limit_flags
 
 
 def _names(text: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in text.split(",") if n.strip())
-
-
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-
-
-def _header(text: str) -> tuple[str, str]:
-    """'Name: value', or prometheus-adapter's 'Name=value': whichever separator comes first
-    after a valid header name."""
-    for sep in sorted((s for s in ":=" if s in text), key=text.index):
-        name, _, value = text.partition(sep)
-        if _TOKEN.match(name.strip()):
-            return name.strip(), value.strip()
-    raise argparse.ArgumentTypeError(f"{text!r} is not a header; use 'Name: value' (or 'Name=value')")
-
-
-def prometheus_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--prometheus-url", required=True, help="Prometheus base URL, e.g. http://prometheus:9090")
-    p.add_argument(
-        "--prometheus-header",
-        type=_header,
-        action="append",
-        default=[],
-        metavar="'NAME: VALUE'",
-        help="extra HTTP header for every Prometheus request (repeatable)",
-    )
-    p.add_argument("--prometheus-ca-file", help="CA bundle to verify Prometheus' certificate")
-    p.add_argument("--prometheus-token-file", help="bearer token file, re-read on every request")
-    p.add_argument("--prometheus-client-cert", help="client certificate for Prometheus")
-    p.add_argument("--prometheus-client-key", help="client key for Prometheus")
-    p.add_argument("--prometheus-auth-username", help="basic auth user name")
-    p.add_argument("--prometheus-auth-password-file", help="file holding the basic auth password")
-    p.add_argument(
-        "--prometheus-method",
-        choices=("GET", "POST"),
-        default="GET",
-        help="HTTP method for queries (default GET; a query longer than --prometheus-post-over is "
-        "always POSTed)",
-    )
-    p.add_argument(
-        "--prometheus-post-over",
-        type=int,
-        default=4096,
-        metavar="BYTES",
-        help="POST queries whose encoded PromQL is longer than this (default 4096; 0: never), so a "
-        "pods/* request over thousands of pods never exceeds a proxy's URL limit",
-    )
-    p.add_argument(
-        "--prometheus-timeout",
-        type=duration,
-        default=timedelta(seconds=10),
-        help="deadline of each Prometheus call, retry included (default 10s): past it the request "
-        "gets a 504 Timeout Status; keep it below the HPA controller's metrics timeout",
-    )
-    p.add_argument(
-        "--prometheus-retries",
-        type=int,
-        choices=(0, 1),
-        default=1,
-        help="one more attempt after a refused connection or a 502/503/504, only inside the deadline "
-        "(default 1; 0: none)",
-    )
-    p.add_argument(
-        "--prometheus-max-connections",
-        type=int,
-        default=64,
-        metavar="N",
-        help="connections open at once to one Prometheus backend (default 64; 0: no bound): a query "
-        "past it waits, inside its own deadline, for one to come free",
-    )
-    p.add_argument(
-        "--prometheus-insecure-skip-tls-verify",
-        "--prometheus-insecure-skip-verify",
-        dest="prometheus_insecure_skip_verify",
-        action=deprecated_alias(
-            "--prometheus-insecure-skip-tls-verify", "--prometheus-insecure-skip-verify", store_true=True
-        ),
-        help="do not verify Prometheus' certificate (testing only; kubectl's spelling, as "
-        "--insecure-skip-tls-verify and a backend's insecureSkipTLSVerify)",
-    )
-
-
-def prometheus_settings(a: argparse.Namespace) -> PrometheusSettings:
-    """Our Prometheus flags, with prometheus-adapter's --prometheus-auth-config and
-    --prometheus-auth-incluster filling what ours leave unset."""
-    basic = None
-    if a.prometheus_auth_username:
-        password = (
-            Path(a.prometheus_auth_password_file).read_text().strip()
-            if a.prometheus_auth_password_file
-            else ""
-        )
-        basic = (a.prometheus_auth_username, password)
-    extra: dict[str, Any] = {}
-    if getattr(a, "prometheus_auth_config", None):
-        extra = compat.auth_from_kubeconfig(a.prometheus_auth_config)
-    elif getattr(a, "prometheus_auth_incluster", None) not in (None, "false"):
-        extra = {
-            "token_file": str(compat.IN_CLUSTER / "token"),
-            "ca_file": str(compat.IN_CLUSTER / "ca.crt"),
-        }
-    headers = dict(a.prometheus_header)
-    if extra.get("token"):
-        headers.setdefault("Authorization", f"Bearer {extra['token']}")
-    return PrometheusSettings(
-        url=a.prometheus_url,
-        headers=headers,
-        ca_file=a.prometheus_ca_file or extra.get("ca_file"),
-        token_file=a.prometheus_token_file or extra.get("token_file"),
-        client_cert=a.prometheus_client_cert or extra.get("client_cert"),
-        client_key=a.prometheus_client_key or extra.get("client_key"),
-        basic_auth=basic or extra.get("basic_auth"),
-        method=a.prometheus_method,
-        post_over=a.prometheus_post_over,
-        timeout=a.prometheus_timeout.total_seconds(),
-        retries=a.prometheus_retries,
-        insecure_skip_verify=a.prometheus_insecure_skip_verify or bool(extra.get("insecure_skip_verify")),
-    )
 
 
 def check_parser() -> argparse.ArgumentParser:
@@ -178,7 +57,7 @@ def check_parser() -> argparse.ArgumentParser:
         "a file of MetricRule or ClusterMetricRule objects is judged as the adapter judges it, "
         "with the same limits",
     )
-    _team_limit_flags(team)
+    team_limit_flags(team)
     team.add_argument("--team-rule-backends", default="default", metavar="NAMES", help="as the adapter's")
     return p
 
@@ -241,7 +120,7 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         default=timedelta(seconds=5),
         help="how long a MetricRule's query may take before the request fails with 504 (default 5s)",
     )
-    _team_limit_flags(team)
+    team_limit_flags(team)
     p.add_argument(
         "--config-reload-interval",
         type=duration,
@@ -362,125 +241,3 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         help="how long TokenReview and SubjectAccessReview answers are reused (default 10s)",
     )
     add_log_flags(p)
-
-
-def _team_limit_flags(team: argparse._ArgumentGroup) -> None:
-    """What one namespace's MetricRules may cost the adapter and the shared Prometheus
-    (docs/rules.md, "Limits"). Each default is ``adapter.team.query_size``'s or ``query_cost``'s."""
-    size, cost = SizeLimits(), CostLimits()
-    team.add_argument(
-        "--team-rule-max-query-length",
-        type=positive,
-        default=size.max_length,
-        metavar="N",
-        help=f"characters a MetricRule's query may have; a longer one is Invalid (default {size.max_length})",
-    )
-    team.add_argument(
-        "--team-rule-max-query-depth",
-        type=positive,
-        default=size.max_depth,
-        metavar="N",
-        help="how deeply a MetricRule's query may nest (brackets and chained operators), measured "
-        f"before parsing; at most {CEILING.max_depth} (default {size.max_depth})",
-    )
-    team.add_argument(
-        "--team-rule-max-query-tokens",
-        type=positive,
-        default=size.max_tokens,
-        metavar="N",
-        help=f"tokens a MetricRule's query may have, measured before parsing (default {size.max_tokens})",
-    )
-    team.add_argument(
-        "--team-rule-max-range",
-        type=duration,
-        metavar="DURATION",
-        default=cost.max_range,
-        help="the longest window ([...], or a subquery's range) a MetricRule's query may use (default 1h)",
-    )
-    team.add_argument(
-        "--team-rule-max-lookback",
-        type=duration,
-        metavar="DURATION",
-        default=cost.max_lookback,
-        help="how far before now a MetricRule's query may read: windows, offsets and @ together (default 6h)",
-    )
-    team.add_argument(
-        "--team-rule-min-subquery-step",
-        type=duration,
-        metavar="DURATION",
-        default=cost.min_subquery_step,
-        help="the smallest step a MetricRule's subquery may give (default 15s)",
-    )
-    team.add_argument(
-        "--team-rule-max-series",
-        type=positive,
-        default=cost.max_series,
-        metavar="N",
-        help="series one answer to a MetricRule's query may carry; a larger answer is refused "
-        f"(422), never truncated (default {cost.max_series})",
-    )
-    team.add_argument(
-        "--team-rule-max-concurrent-queries",
-        type=positive,
-        default=cost.max_concurrent,
-        metavar="N",
-        help="a namespace's MetricRule queries sent to Prometheus at once; more wait, within "
-        f"--team-rule-query-timeout (default {cost.max_concurrent})",
-    )
-    team.add_argument(
-        "--team-rule-queries-per-second",
-        type=float,
-        default=cost.queries_per_second,
-        metavar="R",
-        help="a namespace's MetricRule queries sent per second (answers from the query cache do "
-        f"not count); over it, 429 with Retry-After; 0 disables (default {cost.queries_per_second:g})",
-    )
-    team.add_argument(
-        "--team-rule-query-burst",
-        type=positive,
-        default=cost.burst,
-        metavar="N",
-        help=f"how many queries a namespace may send at once above its rate (default {cost.burst})",
-    )
-    team.add_argument(
-        "--team-rule-judge-workers",
-        type=positive,
-        default=None,
-        metavar="N",
-        help="worker processes that parse and check MetricRules, so a hostile query cannot stall "
-        "or crash serving (default: one per core beyond the first, at most 2)",
-    )
-    team.add_argument(
-        "--team-rule-judge-timeout",
-        type=duration,
-        metavar="DURATION",
-        default=timedelta(seconds=2),
-        help="how long judging one MetricRule may take; past it the rule is Invalid and its "
-        "worker replaced (default 2s)",
-    )
-
-
-def team_limits(a: argparse.Namespace) -> tuple[SizeLimits, CostLimits]:
-    """The team rules' limits from the command line; a depth past what the parser survives
-    is refused (StartupError in ``server``)."""
-    size = SizeLimits(a.team_rule_max_query_length, a.team_rule_max_query_tokens, a.team_rule_max_query_depth)
-    for flag, value, ceiling in (
-        ("--team-rule-max-query-length", size.max_length, CEILING.max_length),
-        ("--team-rule-max-query-tokens", size.max_tokens, CEILING.max_tokens),
-        ("--team-rule-max-query-depth", size.max_depth, CEILING.max_depth),
-    ):
-        if value > ceiling:
-            raise ValueError(
-                f"{flag}={value} is over {ceiling}, past which the PromQL parser itself is unsafe "
-                "(docs/security.md)"
-            )
-    cost = CostLimits(
-        a.team_rule_max_range,
-        a.team_rule_max_lookback,
-        a.team_rule_min_subquery_step,
-        a.team_rule_max_series,
-        a.team_rule_max_concurrent_queries,
-        a.team_rule_queries_per_second,
-        a.team_rule_query_burst,
-    )
-    return size, cost

@@ -131,7 +131,7 @@ def endpoints_app(
         `history` of its next snapshot, so `snapshot --controller-url` reproduces a live
         decision exactly. 404 when it has not reconciled the HPA (yet)."""
         key = (request.match_info["namespace"], request.match_info["name"])
-        history = reconciler.memory.get(key)
+        history = reconciler.records.history(key)
         if history is None:
             return web.json_response(
                 {"message": f"{key[0]}/{key[1]} has not been reconciled here"}, status=404
@@ -183,8 +183,7 @@ def endpoints_app(
                 "evidence": w.evidence,
                 "staleSince": w.stale_since.isoformat() if w.stale_since else None,
             }
-            for (ns, name), w in sorted(reconciler.writers.items())
-            if w.passive
+            for (ns, name), w in reconciler.records.passive()
         ]
         return web.json_response({"items": items})
 

@@ -19,11 +19,9 @@ from typing import Any
 
 import structlog
 from cachetools import TTLCache
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from controller.engine import Decision, ParseMemo, decide, parse_snapshot
-from controller.engine.limiting import limiting_step, proposals
-from controller.engine.model import History, Settings, Snapshot
+from controller.engine.model import Settings, Snapshot
 from controller.engine.versions import Release
 from shared.durations import format_duration
 from shared.kube.client import Kube
@@ -31,7 +29,9 @@ from shared.kube.discovery import RESTMapper
 from shared.kube.errors import Conflict, KubeError
 from shared.kube.informer import Informer
 
+from .hpa_records import HpaRecords
 from .hpa_selectors import SelectorRegistry
+from .monitor import ControllerMetrics, Key
 from .observe import Observer
 from .second_writer import Writers, after_our_scale_write, notice, settle
 from .shadow import Shadow
@@ -39,117 +39,6 @@ from .why import Owner, WhyLog
 from .writer import AS_US, EventRecorder, update_status
 
 log = structlog.get_logger("controller")
-
-
-class ControllerMetrics:
-    """Upstream's metric names (subsystem horizontal_pod_autoscaler_controller) plus ours."""
-
-    def __init__(self) -> None:
-        r = self.registry = CollectorRegistry()
-        p = "horizontal_pod_autoscaler_controller"
-        self.reconciliations = Counter(
-            f"{p}_reconciliations_total", "Reconciliations", ["action", "error"], registry=r
-        )
-        self.reconcile_seconds = Histogram(
-            f"{p}_reconciliation_duration_seconds", "Reconciliation duration", ["action", "error"], registry=r
-        )
-        self.computations = Counter(
-            f"{p}_metric_computation_total",
-            "Metric computations",
-            ["action", "error", "metric_type"],
-            registry=r,
-        )
-        self.computation_seconds = Histogram(
-            f"{p}_metric_computation_duration_seconds",
-            "Metric computation duration",
-            ["action", "error", "metric_type"],
-            registry=r,
-        )
-        # client-go's workqueue metric, as kube-controller-manager exposes it for its HPA
-        # queue (its buckets too): from when a key is due to when a worker takes it
-        self.queue_duration = Histogram(
-            "workqueue_queue_duration_seconds",
-            "How long in seconds an item stays in workqueue before being requested",
-            ["name"],
-            buckets=tuple(10.0**k for k in range(-8, 2)),  # 10 ns .. 10 s, as client-go's
-            registry=r,
-        )
-        self.sync_lag = Histogram(
-            "promhpa_controller_sync_lag_seconds",
-            "From when an HPA is due to be reconciled to when a worker takes it (finer buckets than "
-            "workqueue_queue_duration_seconds)",
-            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 60, 120),
-            registry=r,
-        )
-        self.second_writer = Gauge(
-            "promhpa_controller_second_writer",
-            "1 while another controller writes this HPA and promhpa writes nothing to it",
-            ["namespace", "name"],
-            registry=r,
-        )
-        self.desired = Gauge(
-            "promhpa_controller_desired_replicas",
-            "Desired replicas per HPA",
-            ["namespace", "name"],
-            registry=r,
-        )
-        self.shadow_differs = Gauge(
-            "promhpa_controller_shadow_differs",
-            "Dry run: 1 while the HPA owner's decisions differ from ours (paired by time)",
-            ["namespace", "name"],
-            registry=r,
-        )
-        self.shadow_differs_since = Gauge(
-            "promhpa_controller_shadow_differs_since_timestamp_seconds",
-            "Dry run: when the current difference from the owner's decision began (0: none)",
-            ["namespace", "name"],
-            registry=r,
-        )
-        self.proposed = Gauge(
-            "promhpa_controller_metric_proposed_replicas",
-            "The replicas each metric of an HPA proposed at its last reconcile (absent: it failed)",
-            ["namespace", "name", "metric_index", "metric"],
-            registry=r,
-        )
-        self.recommended = Gauge(
-            "promhpa_controller_recommended_replicas",
-            "The largest proposal of an HPA's metrics, before stabilization, policies and min/max",
-            ["namespace", "name"],
-            registry=r,
-        )
-        self.limiting = Gauge(
-            "promhpa_controller_limiting_step",
-            "1 for the step that set an HPA's replicas at its last reconcile: none, tolerance, "
-            "stabilization, policy, min, max, metrics-failed, disabled or fallback",
-            ["namespace", "name", "step"],
-            registry=r,
-        )
-        self.shadow_comparisons = Counter(
-            "promhpa_controller_shadow_comparisons_total",
-            "Dry run: owner decisions compared with ours around them",
-            ["result"],
-            registry=r,
-        )
-
-    def observe_queue_wait(self, seconds: float) -> None:
-        self.queue_duration.labels("horizontalpodautoscaler").observe(seconds)
-        self.sync_lag.observe(seconds)
-
-    def watch_informers(self, informers: dict[str, Informer]) -> None:
-        """Each informer's age -- seconds since the API server last answered it -- read when
-        scraped: a frozen cache shows as a growing number, not as silence."""
-        ages = Gauge(
-            "promhpa_controller_informer_last_contact_age_seconds",
-            "Seconds since the API server last answered an informer (list, watch or event)",
-            ["informer"],
-            registry=self.registry,
-        )
-        for name, informer in informers.items():
-            ages.labels(name).set_function(_age_of(informer))
-
-
-def _age_of(informer: Informer) -> Callable[[], float]:
-    return lambda: informer.age() or 0.0
 
 
 @dataclass
@@ -164,20 +53,17 @@ class Reconciler:
     dry_run: bool = False
     metrics_timeout: float = 15.0
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
-    memory: dict[tuple[str, str], History] = field(default_factory=dict)
+    records: HpaRecords = field(default_factory=HpaRecords)
     selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
     shadow: Shadow = field(default_factory=Shadow)
-    # the second-writer guard's quiet period (None: off, as in a dry run); its memory per HPA
+    # the second-writer guard's quiet period (None: off, as in a dry run)
     second_writer_quiet: timedelta | None = None
-    writers: dict[tuple[str, str], Writers] = field(default_factory=dict)
     why: WhyLog = field(default_factory=WhyLog)
 
     def __post_init__(self) -> None:
         self._warned: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=300)
         # the informer's pods, the flags and each HPA's memory: parsed once, not every reconcile
         self._memo = ParseMemo()
-        # the label sets each HPA's proposal and limiting-step series carry, to remove old ones
-        self._series: dict[tuple[str, str], set[tuple[str, ...]]] = {}
         self.observer = Observer(
             self.kube,
             self.mapper,
@@ -192,23 +78,13 @@ class Reconciler:
 
     async def snapshot(self, namespace: str, name: str) -> tuple[dict[str, Any], dict[str, Any], str | None]:
         """The live snapshot of one HPA (and the HPA object and scale path it came from)."""
-        seen = await self.observer.observe(namespace, name, self.memory.get((namespace, name)))
+        seen = await self.observer.observe(namespace, name, self.records.history((namespace, name)))
         return seen.snapshot, seen.hpa, seen.scale_path
 
     async def reconcile(self, namespace: str, name: str) -> Decision | None:
         key = (namespace, name)
         if self.hpas.get(namespace, name) is None:
-            self.memory.pop(key, None)  # deleted: forget it and its selector, as upstream does
-            self.selectors.remove(key)
-            self._memo.forget(key)
-            self.why.forget(key)
-            self._forget_series(key)
-            if self.writers.pop(key, None) is not None:
-                self.metrics.second_writer.remove(namespace, name)
-            if key in self.shadow.comparisons:
-                self.shadow.comparisons.pop(key, None)
-                self.metrics.shadow_differs.remove(namespace, name)
-                self.metrics.shadow_differs_since.remove(namespace, name)
+            self.forget(key)
             return None
         start = time.monotonic()
         snap, hpa, scale_path = await self.snapshot(namespace, name)
@@ -227,9 +103,8 @@ class Reconciler:
             }
             try:
                 await self._write_scale(scale_path, scale, decision.desired_replicas, parsed.settings.release)
-                self.writers[key] = after_our_scale_write(
-                    self.writers.get(key, Writers()), decision.desired_replicas
-                )
+                record = self.records.of(key)
+                record.writers = after_our_scale_write(record.writers or Writers(), decision.desired_replicas)
             except KubeError as e:
                 snap["scaleUpdateError"] = e.message
                 parsed = parse_snapshot(snap, self._memo)
@@ -237,7 +112,7 @@ class Reconciler:
         if dry and not self.dry_run:
             await self._settle(key, hpa, decision, parsed.now)
         if dry:  # our recommendations, the owner's scale events
-            self.memory[key] = replace(
+            self.records.of(key).history = replace(
                 decision.history,
                 scale_up_events=parsed.history.scale_up_events,
                 scale_down_events=parsed.history.scale_down_events,
@@ -245,7 +120,7 @@ class Reconciler:
             owner = self._compare(key, decision, hpa, parsed)
             self.why.record(key, parsed, decision, mode="shadow" if self.dry_run else "passive", owner=owner)
         else:
-            self.memory[key] = decision.history
+            self.records.of(key).history = decision.history
             self.why.record(key, parsed, decision, mode="active")
         for event in decision.events:
             reason, message = event.reason, event.message
@@ -266,6 +141,17 @@ class Reconciler:
                     await self.recorder.record(hpa, "Warning", "FailedUpdateStatus", e.message)
         self._observe(namespace, name, decision, time.monotonic() - start)
         return decision
+
+    def forget(self, key: Key) -> None:
+        """A deleted HPA: everything kept of it goes, as upstream drops its recommendations
+        and scale events -- its record, selector, parse memo, explanations, shadow comparison
+        and series."""
+        record = self.records.pop(key)
+        self.selectors.remove(key)
+        self._memo.forget(key)
+        self.why.forget(key)
+        self.shadow.comparisons.pop(key, None)
+        self.metrics.forget(key, record.series if record else set())
 
     async def _write_scale(self, path: str, scale: dict[str, Any], replicas: int, release: Release) -> None:
         """PUT the scale. From 1.34 upstream retries a conflict as client-go's
@@ -291,14 +177,15 @@ class Reconciler:
         if self.second_writer_quiet is None:
             return False
         replicas = (snap.get("scale") or {}).get("spec", {}).get("replicas")
+        record = self.records.of(key)
         v = notice(
-            self.writers.get(key, Writers()),
+            record.writers or Writers(),
             hpa=hpa,
             replicas=replicas if isinstance(replicas, int) else None,
             now=now,
             quiet=self.second_writer_quiet,
         )
-        self.writers[key] = v.writers
+        record.writers = v.writers
         if v.change == "passive":
             self.metrics.second_writer.labels(*key).set(1)
             log.warning(
@@ -320,11 +207,12 @@ class Reconciler:
         self, key: tuple[str, str], hpa: dict[str, Any], decision: Decision, now: datetime
     ) -> None:
         """A passive HPA resumes once nobody else maintains it (``second_writer.settle``)."""
-        if self.second_writer_quiet is None or key not in self.writers:
+        record = self.records.get(key)
+        if self.second_writer_quiet is None or record is None or record.writers is None:
             return
         wants = dict(hpa.get("status") or {}) != decision.status
-        v = settle(self.writers[key], wants_status=wants, now=now, quiet=self.second_writer_quiet)
-        self.writers[key] = v.writers
+        v = settle(record.writers, wants_status=wants, now=now, quiet=self.second_writer_quiet)
+        record.writers = v.writers
         if v.change == "active":
             quiet = format_duration(self.second_writer_quiet)
             self.metrics.second_writer.remove(*key)
@@ -362,38 +250,6 @@ class Reconciler:
             log.warning("dry run differs from the owner", hpa=f"{key[0]}/{key[1]}", differences=c.differences)
         return owner
 
-    def _explain_series(self, key: tuple[str, str], d: Decision) -> None:
-        """Each metric's proposal, the largest of them and the limiting step, as series; the
-        ones the last reconcile did not set (a metric that failed, the step before) go."""
-        seen: set[tuple[str, ...]] = set()
-        for p in proposals(d):
-            if p.replicas is not None:
-                labels = ("proposed", *key, str(p.index), p.metric)
-                self.metrics.proposed.labels(*labels[1:]).set(p.replicas)
-                seen.add(labels)
-        if d.metrics is not None and not d.metrics.failed:
-            self.metrics.recommended.labels(*key).set(max(d.metrics.replicas, 0))
-            seen.add(("recommended", *key))
-        step = ("limiting", *key, limiting_step(d))
-        self.metrics.limiting.labels(*step[1:]).set(1)
-        seen.add(step)
-        for old in self._series.get(key, set()) - seen:
-            self._remove_series(old)
-        self._series[key] = seen
-
-    def _remove_series(self, labels: tuple[str, ...]) -> None:
-        gauge = {"proposed": self.metrics.proposed, "recommended": self.metrics.recommended}.get(
-            labels[0], self.metrics.limiting
-        )
-        with contextlib.suppress(KeyError):
-            gauge.remove(*labels[1:])
-
-    def _forget_series(self, key: tuple[str, str]) -> None:
-        for labels in self._series.pop(key, set()):
-            self._remove_series(labels)
-        with contextlib.suppress(KeyError):
-            self.metrics.desired.remove(*key)
-
     def _warn_failures(self, namespace: str, name: str, d: Decision) -> None:
         """A reconcile that ends in a failure condition is a warning naming the HPA, the
         reason and the message -- once per HPA and reason every 5 minutes, not every sync."""
@@ -415,23 +271,8 @@ class Reconciler:
                 )
 
     def _observe(self, namespace: str, name: str, d: Decision, seconds: float) -> None:
-        self.metrics.reconciliations.labels(d.action, d.error).inc()
-        self.metrics.reconcile_seconds.labels(d.action, d.error).observe(seconds)
-        self.metrics.desired.labels(namespace, name).set(d.desired_replicas)
-        self._explain_series((namespace, name), d)
-        if d.metrics is not None:
-            for o in d.metrics.outcomes:
-                action = "none"
-                if o.ok and d.current_replicas is not None:
-                    action = (
-                        "scale_up"
-                        if o.replicas > d.current_replicas
-                        else "scale_down"
-                        if o.replicas < d.current_replicas
-                        else "none"
-                    )
-                err = "none" if o.ok else o.error_kind
-                self.metrics.computations.labels(action, err, o.spec.type).inc()
+        record = self.records.of((namespace, name))
+        record.series = self.metrics.observe_reconcile((namespace, name), d, seconds, record.series)
         self._warn_failures(namespace, name, d)
         log.info(
             "reconciled",

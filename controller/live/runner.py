@@ -46,8 +46,9 @@ from shared.tls import server_context, serving_files
 from .endpoints import OPEN_PATHS, Readiness, endpoints_app
 from .hpa_fields import hpa_essentials
 from .leader import LeaderElector
+from .monitor import ControllerMetrics
 from .pod_fields import pod_essentials
-from .reconciler import ControllerMetrics, Reconciler
+from .reconciler import Reconciler
 from .shadow import Shadow
 from .why import WhyLog
 from .workers import Workers

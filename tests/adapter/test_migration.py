@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from adapter.commandline import compat
-from adapter.commandline.flags import _header, prometheus_settings, serve_parser
+from adapter.commandline.flags import serve_parser
+from adapter.commandline.prometheus_flags import _header, prometheus_settings
 from localcluster import Cluster
 from shared.tls import self_signed, server_context
 from tests.support import (

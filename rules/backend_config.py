@@ -1,0 +1,109 @@
+"""The rule file's ``backends``: named Prometheus-compatible endpoints a rule can pick
+(our extension of prometheus-adapter's format), and the check that every rule's
+``backend:`` names one of them.
+
+How to reach a backend (its URL, headers, TLS and credentials) is read here and nowhere
+else, so a new way to authenticate is one key in ``_BACKEND_KEYS`` and one field in
+``Backend``, checked with the line and key like the rest of the file.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+import yaml
+
+from .reader import Checker, duration_seconds, named_url, optional
+
+_BACKEND_KEYS = {
+    "name", "url", "headers", "params", "timeout", "method", "caFile", "bearerTokenFile",
+    "clientCertFile", "clientKeyFile", "username", "passwordFile", "insecureSkipTLSVerify",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A named Prometheus-compatible endpoint rules can pick (our extension of the format:
+    Thanos Querier, Mimir/Cortex tenants, VictoriaMetrics, a second Prometheus)."""
+
+    name: str
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()  # e.g. X-Scope-OrgID for a Mimir tenant
+    params: tuple[tuple[str, str], ...] = ()  # added to every call, e.g. Thanos' partial_response
+    timeout: float | None = None  # None: --prometheus-timeout
+    method: str | None = None  # None: --prometheus-method
+    ca_file: str | None = None
+    bearer_token_file: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    username: str | None = None
+    password_file: str | None = None
+    insecure_skip_tls_verify: bool = False
+    line: int = 0
+
+
+def _pairs(c: Checker, node: yaml.Node, path: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(node, yaml.MappingNode):
+        raise c.fail(node, path, "must be a mapping of name -> value")
+    return tuple((str(k.value), c.string(v, f"{path}.{k.value}")) for k, v in node.value)
+
+
+def parse_backends(c: Checker, node: yaml.Node) -> tuple[Backend, ...]:
+    out: list[Backend] = []
+    for i, n in enumerate(c.seq(node, "backends")):
+        path = f"backends[{i}]"
+        m = c.mapping(n, path, _BACKEND_KEYS)
+        name, url = named_url(c, n, m, path, {b.name for b in out}, "backend {name!r} is defined twice")
+        method = c.string(m["method"], f"{path}.method").upper() if "method" in m else None
+        if method not in (None, "GET", "POST"):
+            raise c.fail(m["method"], f"{path}.method", "must be GET or POST")
+
+        if ("username" in m) != ("passwordFile" in m):
+            raise c.fail(n, path, "'username' and 'passwordFile' go together")
+        out.append(
+            Backend(
+                name=name,
+                url=url,
+                headers=_pairs(c, m["headers"], f"{path}.headers") if "headers" in m else (),
+                params=_pairs(c, m["params"], f"{path}.params") if "params" in m else (),
+                timeout=duration_seconds(c, m["timeout"], f"{path}.timeout") if "timeout" in m else None,
+                method=method,
+                ca_file=optional(c, m, "caFile", path),
+                bearer_token_file=optional(c, m, "bearerTokenFile", path),
+                client_cert=optional(c, m, "clientCertFile", path),
+                client_key=optional(c, m, "clientKeyFile", path),
+                username=optional(c, m, "username", path),
+                password_file=optional(c, m, "passwordFile", path),
+                insecure_skip_tls_verify=(
+                    c.boolean(m["insecureSkipTLSVerify"], f"{path}.insecureSkipTLSVerify")
+                    if "insecureSkipTLSVerify" in m
+                    else False
+                ),
+                line=n.start_mark.line + 1,
+            )
+        )
+    return tuple(out)
+
+
+def check_backend_refs(c: Checker, top: dict[str, yaml.Node], names: set[str]) -> None:
+    """Every ``backend:`` names a defined backend: a typo would otherwise query the default."""
+    for key in ("rules", "externalRules"):
+        for i, n in enumerate(c.seq(top[key], key) if key in top else []):
+            if not isinstance(n, yaml.MappingNode):
+                continue
+            for k, v in n.value:
+                if k.value == "backend":
+                    _known_backend(c, v, f"{key}[{i}].backend", names)
+    if "resourceRules" in top and isinstance(top["resourceRules"], yaml.MappingNode):
+        for k, v in top["resourceRules"].value:
+            if k.value == "backend":
+                _known_backend(c, v, "resourceRules.backend", names)
+
+
+def _known_backend(c: Checker, node: yaml.Node, path: str, names: set[str]) -> None:
+    name = c.string(node, path)
+    if name and name not in names:
+        hint = difflib.get_close_matches(name, sorted(names), n=1)
+        known = f"did you mean {hint[0]!r}?" if hint else f"defined: {', '.join(sorted(names)) or 'none'}"
+        raise c.fail(node, path, f"unknown backend {name!r} ({known}; backends are listed under 'backends')")
