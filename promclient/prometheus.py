@@ -27,16 +27,12 @@ query per distinct PromQL per TTL.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import json
-import ssl
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import orjson
@@ -44,6 +40,8 @@ from cachetools import TTLCache
 
 from shared.httpclient import Connections, Origin, form_encode
 
+from .credentials import Credentials, ssl_context
+from .failures import prometheus_error, retryable, short
 from .promapi import Gate, PrometheusRejected, PrometheusTimeout, PrometheusUnavailable, Sample, gather_all
 from .promsettings import PrometheusHTTPError, PrometheusSettings, TransportError
 
@@ -62,23 +60,6 @@ __all__ = [
 ]
 
 
-_RETRYABLE_STATUS = (502, 503, 504)
-
-
-def _ssl_context(s: PrometheusSettings) -> ssl.SSLContext | bool:
-    """The loop side's TLS: the same CA, client certificate and verification as requests'."""
-    if s.insecure_skip_verify:
-        return False
-    if not s.ca_file and not s.client_cert:
-        # one verified context with the system's CAs for every such backend (shared.httpclient's, made
-        # on first use): another per backend would read the system bundle again, ~16 ms each
-        return True
-    ctx = ssl.create_default_context(cafile=s.ca_file)
-    if s.client_cert:
-        ctx.load_cert_chain(s.client_cert, s.client_key)
-    return ctx
-
-
 class Prometheus:
     """The adapter's only way to Prometheus: ``promapi.PrometheusAPI`` over prometheus-api-client."""
 
@@ -94,13 +75,8 @@ class Prometheus:
         self._params = dict(settings.params)
         self._http: Connections | None = None
         self._origin_parsed: Origin | None = None
-        self._ssl = _ssl_context(settings)
-        self._token_read: tuple[float, str] | None = None
-        self._headers = dict(settings.headers)  # the loop side's, Basic auth encoded once
-        if settings.basic_auth:
-            user, password = settings.basic_auth
-            basic = base64.b64encode(f"{user}:{password}".encode()).decode()
-            self._headers["Authorization"] = f"Basic {basic}"
+        self._ssl = ssl_context(settings)
+        self._credentials = Credentials(settings)
         self._pool = ThreadPoolExecutor(max_workers=max(1, settings.threads), thread_name_prefix="prometheus")
         self._cache: TTLCache[str, list[Sample]] | None = (
             TTLCache(maxsize=cache_size, ttl=cache_ttl) if cache_ttl > 0 else None
@@ -133,7 +109,7 @@ class Prometheus:
         error: BaseException | None = None
         for attempt in range(attempts):
             left = deadline - time.monotonic()
-            if left <= 0.05 or (attempt and not _retryable(error)):
+            if left <= 0.05 or (attempt and not retryable(error)):
                 break
             try:
                 if bounded:
@@ -160,10 +136,10 @@ class Prometheus:
                 f"{self.settings.who} did not answer the {kind} within "
                 f"{self.settings.timeout:g}s (--prometheus-timeout)"
             )
-        parsed = _prometheus_error(error)
+        parsed = prometheus_error(error)
         if parsed is not None and parsed[0] in (400, 422):
             raise PrometheusRejected(f"{self.settings.who} rejects the {kind}: {parsed[1]}")
-        raise PrometheusUnavailable(f"{self.settings.who} did not answer the {kind}: {_short(error)}")
+        raise PrometheusUnavailable(f"{self.settings.who} did not answer the {kind}: {short(error)}")
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -176,9 +152,7 @@ class Prometheus:
         """One call to the HTTP API over the attached connections: the ``data`` of the answer,
         or the same errors prometheus-api-client raises (so one error mapping serves both)."""
         assert self._http is not None
-        headers = self._headers
-        if self.settings.token_file:
-            headers = {**headers, "Authorization": "Bearer " + self._token()}
+        headers = self._credentials.headers()
         query = form_encode(params)
         if post:
             headers = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
@@ -197,14 +171,6 @@ class Prometheus:
         if self._origin_parsed is None:
             self._origin_parsed = Origin.of(self.settings.url, self._ssl)
         return self._origin_parsed
-
-    def _token(self) -> str:
-        """The bearer token file, re-read at most every 10 s: projected tokens rotate."""
-        now = time.monotonic()
-        if self._token_read is None or now - self._token_read[0] > 10:
-            assert self.settings.token_file is not None
-            self._token_read = (now, Path(self.settings.token_file).read_text().strip())
-        return self._token_read[1]
 
     def _long(self, promql: str) -> bool:
         """Too long for a URL (or POST asked for): sent as a form body."""
@@ -346,36 +312,6 @@ class Prometheus:
             )
         except PrometheusUnavailable:
             return False
-
-
-def _retryable(e: BaseException | None) -> bool:
-    """A refused or reset connection, or a 502/503/504: worth one more try, if time is left."""
-    if isinstance(e, ConnectionError):
-        return True
-    return isinstance(e, PrometheusHTTPError) and e.status in _RETRYABLE_STATUS
-
-
-def _prometheus_error(e: BaseException) -> tuple[int, str] | None:
-    """The status code and Prometheus' own error text of a non-2xx answer."""
-    if not isinstance(e, PrometheusHTTPError):
-        return None
-    try:
-        body = json.loads(e.body)
-        return e.status, f"{body.get('errorType', 'error')}: {body.get('error', '')}"
-    except (ValueError, AttributeError):
-        return e.status, repr(e.body)
-
-
-def _short(e: BaseException) -> str:
-    """What went wrong, in a line: Prometheus' own error, or the connection's reason without
-    urllib3's retry and URL boilerplate ("Failed to establish a new connection: [Errno 111]
-    Connection refused")."""
-    parsed = _prometheus_error(e)
-    text = f"HTTP {parsed[0]}: {parsed[1]}" if parsed else str(e)
-    _, found, cause = text.partition(" (Caused by ")
-    if found:
-        text = cause.split("): ", 1)[-1].rstrip(")'\"")
-    return text if len(text) < 300 else text[:300] + "..."
 
 
 _new_tuple = tuple.__new__

@@ -17,13 +17,14 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import requests
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
+
+from shared.rereadfile import RereadFile
 
 from .promsettings import PrometheusHTTPError, PrometheusSettings, TransportError
 
@@ -34,13 +35,13 @@ _STATUS = re.compile(r"^HTTP Status Code (\d{3}) \((b'.*'|b\".*\")\)$", re.S)
 
 
 class _BearerFromFile(requests.auth.AuthBase):
-    """Re-read the token on every request: projected service-account tokens rotate."""
+    """The token file, re-read as it rotates (``shared.rereadfile``), on every request."""
 
     def __init__(self, path: str) -> None:
-        self.path = path
+        self.token = RereadFile(path)
 
     def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
-        r.headers["Authorization"] = "Bearer " + Path(self.path).read_text().strip()
+        r.headers["Authorization"] = "Bearer " + self.token.text()
         return r
 
 

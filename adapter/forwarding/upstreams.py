@@ -20,22 +20,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import orjson
 import structlog
 from aiohttp import web
 
 from adapter.serving.wire import CUSTOM, EXTERNAL, status
 from rules.upstream_config import IN_CLUSTER_TOKEN, Upstream, routed
+from shared.httpclient import Connections, Origin
+from shared.rereadfile import RereadFile
 
 log = structlog.get_logger("adapter.forwarding.upstreams")
 _LISTS = ((CUSTOM, "v1beta1"), (CUSTOM, "v1beta2"), (EXTERNAL, "v1beta1"))
-TOKEN_REREAD = 10.0
+MAX_CONNECTIONS = 64  # requests in flight to one upstream at once
 
 
 class UpstreamClient:
@@ -45,8 +45,9 @@ class UpstreamClient:
         self.spec = spec
         self.error: str | None = "not discovered yet"
         self.resources: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        self._session: aiohttp.ClientSession | None = None
-        self._token: tuple[float, str] | None = None
+        self._connections: Connections | None = None
+        self._origin: Origin | None = None
+        self._token: RereadFile | None = None
 
     def _ssl(self) -> ssl.SSLContext | bool:
         if not self.spec.url.startswith("https:"):
@@ -63,24 +64,21 @@ class UpstreamClient:
         if path is None and not self.spec.client_cert and Path(IN_CLUSTER_TOKEN).exists():
             path = IN_CLUSTER_TOKEN  # our own ServiceAccount's, by default
         if path is None:
-            return {}
-        now = time.monotonic()
-        if self._token is None or now - self._token[0] > TOKEN_REREAD:
-            self._token = (now, Path(path).read_text().strip())
-        return {"Authorization": f"Bearer {self._token[1]}", "Accept": "application/json"}
-
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._ssl(), limit=64))
-        return self._session
+            return {"Accept": "application/json"}
+        if self._token is None or self._token.path != Path(path):
+            self._token = RereadFile(path)
+        return {"Authorization": f"Bearer {self._token.text()}", "Accept": "application/json"}
 
     async def get(self, path_qs: str) -> tuple[int, bytes]:
-        """The upstream's status and body; OSError/TimeoutError/aiohttp errors when it does not answer."""
-        timeout = aiohttp.ClientTimeout(total=self.spec.timeout)
-        async with self.session().get(
-            self.spec.url + path_qs, headers=self._headers(), timeout=timeout, allow_redirects=False
-        ) as r:
-            return r.status, await r.read()
+        """The upstream's status and body (redirects are answers, not followed); OSError or
+        TimeoutError when it does not answer within its ``timeout``."""
+        if self._connections is None:
+            self._connections = Connections(max_per_origin=MAX_CONNECTIONS)
+            self._origin = Origin.of(self.spec.url, self._ssl())
+        assert self._origin is not None
+        return await self._connections.request(
+            self._origin, "GET", path_qs, self._headers(), timeout=self.spec.timeout
+        )
 
     async def discover(self) -> None:
         """Its resource lists, kept to what its patterns route; on failure the last ones stay."""
@@ -98,14 +96,14 @@ class UpstreamClient:
                     for r in orjson.loads(body).get("resources") or []
                     if self.spec.pattern_for(api, str(r.get("name", "")).rsplit("/", 1)[-1])
                 ]
-        except (OSError, TimeoutError, aiohttp.ClientError, ValueError) as e:
+        except (OSError, TimeoutError, ValueError) as e:
             self.error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
             return
         self.resources, self.error = found, None
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        if self._connections is not None:
+            await self._connections.close()
 
 
 class Upstreams:
@@ -138,7 +136,7 @@ class Upstreams:
         """The upstream's answer as it was, or a 503 Status naming it."""
         try:
             code, body = await client.get(path_qs)
-        except (OSError, TimeoutError, aiohttp.ClientError) as e:
+        except (OSError, TimeoutError) as e:
             why = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
             code = 503
             body = orjson.dumps(

@@ -12,23 +12,23 @@ import contextlib
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
-from decimal import Decimal
 from typing import Any, Protocol
 
 from adapter.team.isolation import IsolationError
 from adapter.team.query_cost import over_cost
+from adapter.team.team_assignment import Assignment
+from adapter.team.team_assignment import Served as TeamServed
 from adapter.team.team_gate import TeamGate, TeamLimitError
-from adapter.team.team_rules import NAMESPACED, Assignment, Key, TeamRule
-from adapter.team.team_rules import Served as TeamServed
+from adapter.team.team_rules import NAMESPACED, Key, TeamRule
 from promclient.backends import Backends
 from promclient.promapi import Gate, PrometheusAPI, PrometheusTimeout, Sample
 from rules.config import Config, GroupResource
 from rules.naming import NAMESPACES, NODES, PODS
 from rules.promql import QueryError
 from rules.queries import ObjectQuery, container_query, custom_query, external_query, node_query
-from shared.quantity import Format, Quantity
 from shared.selectors import Selector
 
+from .answers import external_list, selector_json, usage_of
 from .registry import Registry
 from .requests import BadRequest, MetricRequest, NotFound
 from .wire import CUSTOM, EXTERNAL, RESOURCE, item_builder, milli_quantity, timestamp, value_list
@@ -47,33 +47,6 @@ class ObjectLister(Protocol):
     async def names(
         self, namespace: str | None, gr: GroupResource, selector: Selector | None
     ) -> Sequence[str]: ...
-
-
-def _selector_json(sel: Selector | None) -> dict[str, Any] | None:
-    if sel is None or sel.empty():
-        return None
-    labels = {r.key: r.values[0] for r in sel.requirements if r.operator in ("=", "==")}
-    exprs = [
-        {
-            "key": r.key,
-            "operator": {
-                "in": "In",
-                "notin": "NotIn",
-                "exists": "Exists",
-                "!": "DoesNotExist",
-                "!=": "NotIn",
-            }[r.operator],
-            "values": list(r.values),
-        }
-        for r in sel.requirements
-        if r.operator not in ("=", "==")
-    ]
-    out: dict[str, Any] = {}
-    if labels:
-        out["matchLabels"] = labels
-    if exprs:
-        out["matchExpressions"] = [{k: v for k, v in e.items() if v != []} for e in exprs]
-    return out
 
 
 class Providers:
@@ -139,7 +112,7 @@ class Providers:
             samples = await self.backends.get(served.rule.backend).query(query)
         wanted = set(names)
         ns = req.namespace if req.resource != NAMESPACES else None
-        item = item_builder(req.version, req.resource, ns, req.metric, _selector_json(req.metric_selector))
+        item = item_builder(req.version, req.resource, ns, req.metric, selector_json(req.metric_selector))
         items = []
         for s in samples:
             obj = s.labels.get(label, "")
@@ -172,7 +145,7 @@ class Providers:
         samples = await self.backends.get(served.rule.backend).query(
             external_query(served.rule, served.series, req.namespace, req.selector)
         )
-        return _external_list(req, samples, None, zero=served.rule.absent == "zero")
+        return external_list(req, samples, None, zero=served.rule.absent == "zero")
 
     async def _team_external(self, served: TeamServed, req: MetricRequest) -> dict[str, Any]:
         """A MetricRule's query, confined to its namespace, within the team rules' query time
@@ -185,7 +158,7 @@ class Providers:
             raise BadRequest(f"{rule.describe()}: {e}") from None
         samples = await self._team_query(rule, query)
         zero = rule.rule is not None and rule.rule.absent == "zero"
-        return _external_list(req, samples, req.selector if rule.rule is None else None, zero=zero)
+        return external_list(req, samples, req.selector if rule.rule is None else None, zero=zero)
 
     async def _team_query(self, rule: TeamRule, query: str) -> list[Sample]:
         """A team rule's query under its limits: a MetricRule's within its namespace's
@@ -260,7 +233,7 @@ class Providers:
                 key = (s.labels.get(ns_label, req.namespace or ""), s.labels.get(pod_label, ""))
                 if not key[1]:
                     continue
-                usage[key].setdefault(s.labels.get(container_label, ""), {})[resource] = _usage(resource, s)
+                usage[key].setdefault(s.labels.get(container_label, ""), {})[resource] = usage_of(resource, s)
                 stamps[key] = max(stamps.get(key, 0.0), s.timestamp)
         items = []
         for (ns, pod), containers in sorted(usage.items()):
@@ -290,7 +263,7 @@ class Providers:
             for s in await self.backends.get(rr.backend).query(query):
                 node = s.labels.get(node_label, "")
                 if node:
-                    usage[node][resource] = _usage(resource, s)
+                    usage[node][resource] = usage_of(resource, s)
                     stamps[node] = max(stamps.get(node, 0.0), s.timestamp)
         items = [
             {"metadata": {"name": n}, "timestamp": timestamp(stamps[n]), "window": rr.window, "usage": u}
@@ -322,35 +295,3 @@ class Providers:
                 names.update(self.team.assignment.metrics())
             return [(m, True, "ExternalMetricValueList") for m in sorted(names)]
         return [("nodes", False, "NodeMetrics"), ("pods", True, "PodMetrics")]
-
-
-def _external_list(
-    req: MetricRequest, samples: list[Sample], pick: Selector | None, *, zero: bool = False
-) -> dict[str, Any]:
-    """An ExternalMetricValueList of ``samples`` (``pick``: only series whose labels match;
-    ``zero``: no series at all is one value of 0, for a rule with ``absent: zero``)."""
-    items = []
-    for s in samples:
-        value = milli_quantity(s.value)
-        labels = {k: v for k, v in s.labels.items() if k != "__name__"}
-        if value is None or (pick is not None and not pick.matches(labels)):
-            continue
-        items.append(
-            {
-                "metricName": req.metric,
-                "metricLabels": labels,
-                "timestamp": timestamp(s.timestamp),
-                "value": value,
-            }
-        )
-    if zero and not items:
-        items.append({"metricName": req.metric, "metricLabels": {}, "timestamp": timestamp(time.time()),
-                      "value": "0"})  # fmt: skip
-    return value_list(EXTERNAL, req.version, "ExternalMetricValueList", items)
-
-
-def _usage(resource: str, s: Sample) -> str:
-    v = s.value if s.value == s.value and s.value >= 0 and s.value != float("inf") else 0.0
-    if resource == "cpu":
-        return milli_quantity(v) or "0"
-    return str(Quantity(Decimal(int(v)), Format.BINARY_SI))

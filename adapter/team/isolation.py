@@ -33,36 +33,26 @@ never read them from someone else's series.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from functools import lru_cache
 
 import promql_parser as pp
 
+from .confined_print import (
+    IMPLICIT_READS,
+    OR_IN_BRACES,
+    IsolationError,
+    at_time,
+    match_op,
+    millis,
+    print_confined,
+)
 from .query_size import CEILING, QueryTooLarge, check_size
 
 NAMESPACE_LABEL = "namespace"
-_IDENT = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_OPS = (
-    (pp.MatchOp.Equal, "="),
-    (pp.MatchOp.NotEqual, "!="),
-    (pp.MatchOp.Re, "=~"),
-    (pp.MatchOp.NotRe, "!~"),
-)  # the enum is not hashable
-OR_IN_BRACES = (
-    "`or` between matchers inside one selector's braces is not allowed in a namespaced rule "
-    "(write two selectors joined by `or`)"
-)
-# functions whose result reads series no selector names
-_IMPLICIT_READS = {"info"}
-
-
-class IsolationError(ValueError):
-    """A namespaced rule's query that cannot be confined to its namespace (the message says why)."""
+__all__ = ["NAMESPACE_LABEL", "OR_IN_BRACES", "IsolationError"]  # where the adapter looks for them
 
 
 @dataclass(frozen=True)
@@ -84,76 +74,6 @@ class Confined:
     reach: Reach
 
 
-def _quote(s: str) -> str:
-    """A PromQL string literal (Go's escapes, which JSON's are a subset of)."""
-    return json.dumps(s)
-
-
-def _label(name: str) -> str:
-    return name if _IDENT.fullmatch(name) else _quote(name)
-
-
-def _op(op: pp.MatchOp) -> str:
-    for known, text in _OPS:
-        if op == known:
-            return text
-    raise IsolationError(f"a matcher operator this adapter does not know: {op}")
-
-
-def _ms(d: timedelta | None) -> int | None:
-    return None if d is None else round(d / timedelta(milliseconds=1))
-
-
-def _duration(d: timedelta) -> str:
-    ms = _ms(d) or 0
-    return f"-{-ms}ms" if ms < 0 else f"{ms}ms"
-
-
-def _at(at: pp.AtModifier) -> str:
-    if at.type == pp.AtModifierType.Start:
-        return "start()"
-    if at.type == pp.AtModifierType.End:
-        return "end()"
-    if at.at is None:
-        raise IsolationError("an @ modifier without a time")
-    return f"{at.at.timestamp():.3f}"
-
-
-def _number(v: float) -> str:
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "Inf" if v > 0 else "(-Inf)"
-    text = str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
-    return f"({text})" if v < 0 else text
-
-
-def _modifiers(offset: timedelta | None, at: pp.AtModifier | None) -> str:
-    text = ""
-    if offset is not None and offset != timedelta(0):
-        text += f" offset {_duration(offset)}"
-    if at is not None:
-        text += f" @ {_at(at)}"
-    return text
-
-
-def _labels(names: list[str]) -> str:
-    return "(" + ", ".join(_label(n) for n in names) + ")"
-
-
-def _selector_text(vs: pp.VectorSelector, namespace: str, label: str, window: timedelta | None = None) -> str:
-    """The selector (with ``window``: the range vector) printed by us, confined."""
-    if vs.matchers.or_matchers:
-        raise IsolationError(OR_IN_BRACES)
-    parts = [f"__name__={_quote(vs.name)}"] if vs.name is not None else []
-    parts += [f"{_label(m.name)}{_op(m.op)}{_quote(m.value)}" for m in vs.matchers.matchers]
-    parts.append(f"{_label(label)}={_quote(namespace)}")
-    text = "{" + ",".join(parts) + "}"
-    if window is not None:
-        text += f"[{_duration(window)}]"
-    return text + _modifiers(vs.offset, vs.at)
-
-
 def _measured_parse(query: str) -> pp.Expr:
     """Parse text a user wrote, after measuring it against ``CEILING``: the parser is never
     handed a query deep enough to crash it (``adapter.team.query_size``)."""
@@ -170,70 +90,6 @@ def _parse(query: str) -> pp.Expr:
         return pp.parse(query)
     except (ValueError, RuntimeError) as e:  # RecursionError is a RuntimeError
         raise IsolationError(f"not valid PromQL: {e}") from None
-
-
-def _binary_modifier(n: pp.BinaryExpr) -> str:
-    m = n.modifier
-    if m is None:
-        return ""
-    fill = m.fill_values
-    if fill is not None and (fill.lhs is not None or fill.rhs is not None):
-        raise IsolationError("fill modifiers are experimental and not allowed in a namespaced rule")
-    text = " bool" if m.return_bool else ""
-    if m.matching is not None:
-        word = "on" if m.matching.type == pp.LabelModifierType.Include else "ignoring"
-        text += f" {word} {_labels(list(m.matching.labels))}"
-    if m.card == pp.VectorMatchCardinality.ManyToOne:
-        text += f" group_left {_labels(list(m.group_labels or []))}"
-    elif m.card == pp.VectorMatchCardinality.OneToMany:
-        text += f" group_right {_labels(list(m.group_labels or []))}"
-    return text
-
-
-def _operand(n: pp.Expr, namespace: str, label: str) -> str:
-    text = _print(n, namespace, label)
-    return f"({text})" if isinstance(n, pp.BinaryExpr | pp.UnaryExpr) else text
-
-
-def _print(n: pp.Expr, namespace: str, label: str) -> str:
-    """``n`` as PromQL with every selector confined. Recursive, but the depth is bounded by
-    the size check every caller makes first (``CEILING.max_depth`` at most)."""
-    if isinstance(n, pp.VectorSelector):
-        return _selector_text(n, namespace, label)
-    if isinstance(n, pp.MatrixSelector):
-        return _selector_text(n.vector_selector, namespace, label, n.range)
-    if isinstance(n, pp.NumberLiteral):
-        return _number(n.val)
-    if isinstance(n, pp.StringLiteral):
-        return _quote(n.val)
-    if isinstance(n, pp.ParenExpr):
-        return f"({_print(n.expr, namespace, label)})"
-    if isinstance(n, pp.UnaryExpr):
-        return f"-{_operand(n.expr, namespace, label)}"
-    if isinstance(n, pp.BinaryExpr):
-        lhs, rhs = _operand(n.lhs, namespace, label), _operand(n.rhs, namespace, label)
-        return f"{lhs} {n.op}{_binary_modifier(n)} {rhs}"
-    if isinstance(n, pp.Call):
-        if n.func.name in _IMPLICIT_READS:
-            raise IsolationError(f"{n.func.name}() reads series no selector names; not allowed here")
-        return f"{n.func.name}(" + ", ".join(_print(a, namespace, label) for a in n.args) + ")"
-    if isinstance(n, pp.AggregateExpr):
-        mod = n.modifier
-        by = ""
-        if mod is not None:
-            word = "by" if mod.type == pp.AggModifierType.By else "without"
-            by = f" {word} {_labels(list(mod.labels))}"
-        args = ([_print(n.param, namespace, label)] if n.param is not None else []) + [
-            _print(n.expr, namespace, label)
-        ]
-        return f"{n.op}{by}(" + ", ".join(args) + ")"
-    if isinstance(n, pp.SubqueryExpr):
-        if n.range is None:
-            raise IsolationError("a subquery without a range")
-        step = "" if n.step is None else _duration(n.step)
-        inner = _print(n.expr, namespace, label)
-        return f"({inner})[{_duration(n.range)}:{step}]" + _modifiers(n.offset, n.at)
-    raise IsolationError(f"a PromQL expression this adapter does not know: {type(n).__name__}")
 
 
 def _children(n: pp.Expr) -> list[pp.Expr]:
@@ -273,17 +129,17 @@ def _shape(expr: pp.Expr, namespace: str, label: str) -> Shape:
         if isinstance(n, pp.VectorSelector):
             if n.matchers.or_matchers:
                 raise IsolationError(OR_IN_BRACES)
-            ms = {(m.name, _op(m.op), m.value) for m in n.matchers.matchers}
+            ms = {(m.name, match_op(m.op), m.value) for m in n.matchers.matchers}
             if n.name is not None:
                 ms.add(("__name__", "=", n.name))
             ms.discard((label, "=", namespace))
-            at = None if n.at is None else _at(n.at)
-            out.append((t, frozenset(ms), _ms(n.offset) or 0, at))
+            at = None if n.at is None else at_time(n.at)
+            out.append((t, frozenset(ms), millis(n.offset) or 0, at))
         elif isinstance(n, pp.MatrixSelector):
-            out.append((t, _ms(n.range)))
+            out.append((t, millis(n.range)))
         elif isinstance(n, pp.SubqueryExpr):
-            at = None if n.at is None else _at(n.at)
-            out.append((t, _ms(n.range), _ms(n.step), _ms(n.offset) or 0, at))
+            at = None if n.at is None else at_time(n.at)
+            out.append((t, millis(n.range), millis(n.step), millis(n.offset) or 0, at))
         elif isinstance(n, pp.Call):
             out.append((t, n.func.name, len(n.args)))
         elif isinstance(n, pp.AggregateExpr):
@@ -324,20 +180,20 @@ def reach_of(expr: pp.Expr) -> Reach:
             t = at.at.timestamp()
             earliest = t if earliest is None else min(earliest, t)
         if isinstance(n, pp.VectorSelector):
-            lookback = max(lookback, above + max(0, _ms(n.offset) or 0))
+            lookback = max(lookback, above + max(0, millis(n.offset) or 0))
         elif isinstance(n, pp.MatrixSelector):
-            window = _ms(n.range) or 0
+            window = millis(n.range) or 0
             longest = max(longest, window)
             vs = n.vector_selector
-            lookback = max(lookback, above + window + max(0, _ms(vs.offset) or 0))
+            lookback = max(lookback, above + window + max(0, millis(vs.offset) or 0))
             continue  # its selector is counted here, with the window
         elif isinstance(n, pp.SubqueryExpr):
-            window = _ms(n.range) or 0
+            window = millis(n.range) or 0
             longest = max(longest, window)
-            step = _ms(n.step)
+            step = millis(n.step)
             if step is not None:
                 smallest = step if smallest is None else min(smallest, step)
-            stack.append((n.expr, above + window + max(0, _ms(n.offset) or 0)))
+            stack.append((n.expr, above + window + max(0, millis(n.offset) or 0)))
             continue
         stack.extend((c, above) for c in _children(n))
     return Reach(longest, lookback, smallest, earliest)
@@ -356,7 +212,7 @@ def confine_query(query: str, namespace: str, label: str = NAMESPACE_LABEL) -> C
         raise IsolationError("no namespace to confine the query to")
     expr = _measured_parse(query)
     wrote = _shape(expr, namespace, label)  # also refuses `or` in braces
-    out = _print(expr, namespace, label)  # also refuses implicit reads and fill
+    out = print_confined(expr, namespace, label)  # also refuses implicit reads and fill
     printed = _parse(out)
     _check(printed, namespace, label)
     if _shape(printed, namespace, label) != wrote:
@@ -390,7 +246,7 @@ def _check(expr: pp.Expr, namespace: str, label: str) -> None:
                 raise IsolationError(OR_IN_BRACES)
             if not _is_confined(n, namespace, label):
                 loose.append(str(n))
-        elif isinstance(n, pp.Call) and n.func.name in _IMPLICIT_READS:
+        elif isinstance(n, pp.Call) and n.func.name in IMPLICIT_READS:
             raise IsolationError(f"{n.func.name}() reads series no selector names; not allowed here")
     if loose:
         raise IsolationError(f"selectors not confined to {label}={namespace!r}: {', '.join(loose)}")

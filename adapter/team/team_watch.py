@@ -30,23 +30,8 @@ from shared.kube.errors import Conflict, Forbidden, KubeError, NotFound
 from shared.kube.informer import Informer
 
 from .judging import RuleJudge
-from .team_rules import (
-    CLUSTER,
-    GROUP,
-    NAMESPACED,
-    PATHS,
-    VERSION,
-    Assignment,
-    Key,
-    Limits,
-    Name,
-    TeamRule,
-    Verdict,
-    collect,
-    condition,
-    give_out,
-    key_of,
-)
+from .team_assignment import Assignment, Name, collect, condition, give_out
+from .team_rules import CLUSTER, GROUP, NAMESPACED, PATHS, VERSION, Key, Limits, TeamRule, Verdict, key_of
 
 log = structlog.get_logger("adapter.team.team_rules")
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
-import itertools
 import json
-import re
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -22,73 +20,13 @@ from typing import Any
 import yaml
 
 from controller.engine.model import Settings
-from controller.replay import hpa_fields
 from controller.replay.hpa_validation import validate_hpa
+from controller.replay.inputs import live_requests, load_hpa, server_version
 from controller.replay.report import as_csv, as_json, summarize, table
-from controller.replay.simulate import Loop, Outcome, Step
+from controller.replay.simulate import Outcome, Step
+from controller.replay.variants import assignment_of, moment, replay, requests_of, set_path
 from shared.cliflags import add_kubectl_flags
-from shared.durations import DurationError, parse_duration, parse_time
-from shared.quantity import Quantity, QuantityError
-from shared.textfile import decode_text
-
-_RELATIVE = re.compile(r"^-(\d+(?:\.\d+)?)([smhdw])$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def moment(text: str, now: datetime) -> datetime:
-    """``now``, ``-7d`` / ``-90m`` (s, m, h, d, w), or an RFC 3339 time."""
-    if text == "now":
-        return now
-    m = _RELATIVE.match(text)
-    if m:
-        return now - timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
-    try:
-        return parse_time(text)
-    except (DurationError, ValueError):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a time: use now, a relative time (-90s, -90m, -12h, -7d, -2w) or an RFC 3339 "
-            "time such as 2026-01-01T12:00:00Z"
-        ) from None
-
-
-def assignment_of(assignment: str) -> tuple[list[str | int], Any]:
-    """The path and value of ``PATH=VALUE`` (the value read as YAML), checked against the
-    autoscaling/v2 HPA spec's fields and types: ValueError naming the assignment."""
-    path, sep, raw = assignment.partition("=")
-    if not sep or not path:
-        raise ValueError(
-            f"--set {assignment!r}: use PATH=VALUE, e.g. behavior.scaleDown.stabilizationWindowSeconds=60"
-        )
-    keys: list[str | int] = []
-    for part in path.split("."):
-        m = re.fullmatch(r"([A-Za-z_][\w]*)((?:\[\d+\])*)", part)
-        if not m:
-            raise ValueError(f"--set {assignment!r}: {part!r} is not a field name")
-        keys.append(m.group(1))
-        keys += [int(i) for i in re.findall(r"\[(\d+)\]", m.group(2))]
-    value = yaml.safe_load(raw)
-    try:
-        hpa_fields.check(keys, value)
-    except hpa_fields.FieldError as e:
-        raise ValueError(f"--set {assignment!r}: {e}") from None
-    return keys, value
-
-
-def set_path(spec: dict[str, Any], assignment: str) -> dict[str, Any]:
-    """``behavior.scaleDown.stabilizationWindowSeconds=60`` or ``metrics[0].resource.target.
-    averageUtilization=70`` applied to a copy of the HPA spec."""
-    keys, value = assignment_of(assignment)
-    out = copy.deepcopy(spec)
-    node: Any = out
-    for k, nxt in itertools.pairwise(keys):
-        if isinstance(k, int):
-            if not isinstance(node, list) or k >= len(node):
-                raise ValueError(f"--set {assignment!r}: no element [{k}]")
-            node = node[k]
-        else:
-            node = node.setdefault(k, [] if isinstance(nxt, int) else {})
-    node[keys[-1]] = value
-    return out
+from shared.durations import parse_duration
 
 
 def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
@@ -161,106 +99,6 @@ def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
     r.set_defaults(func=lambda a: cmd_replay(a, lambda version: settings(a, version)))
 
 
-def _looks_like_a_file(arg: str) -> bool:
-    """A path as a user writes one: a YAML or JSON name, or more than one slash, or a
-    leading ``.``, ``/`` or ``~`` -- never NAMESPACE/NAME, whose parts are DNS labels."""
-    return (
-        arg == "-"
-        or arg.endswith((".yaml", ".yml", ".json"))
-        or arg.count("/") != 1
-        or arg.startswith((".", "/", "~"))
-    )
-
-
-def _load_hpa(arg: str, kubeconfig: str | None) -> dict[str, Any]:
-    """An HPA from a file (``-``: standard input) or, for NAMESPACE/NAME, from the cluster.
-    A path that names no file is "no such file", never a cluster read."""
-    path = Path(arg)
-    if arg == "-" or path.exists():
-        where = "standard input" if arg == "-" else arg
-        try:
-            raw = sys.stdin.buffer.read() if arg == "-" else path.read_bytes()
-            data = yaml.safe_load(decode_text(raw))
-        except ValueError as e:  # not UTF-8 text
-            raise ValueError(f"{where}: {e}") from None
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            line = f"line {mark.line + 1}: " if mark is not None else ""
-            raise ValueError(f"{where}: {line}not valid YAML: {getattr(e, 'problem', None) or e}") from None
-        except OSError as e:
-            raise ValueError(f"{where}: cannot read it: {e.strerror or e}") from None
-        if not isinstance(data, dict) or data.get("kind") != "HorizontalPodAutoscaler":
-            raise ValueError(f"{where}: not a HorizontalPodAutoscaler")
-        return data
-    if _looks_like_a_file(arg):
-        raise ValueError(f"{arg}: no such file")
-    ns, _, name = arg.partition("/")
-    if not ns or not name:
-        raise ValueError(f"{arg}: no such file, and not NAMESPACE/NAME")
-    from shared.kube.client import Kube, load
-    from shared.kube.resources import HPA
-
-    kube = Kube(load(kubeconfig))
-    return dict(asyncio.run(kube.get(HPA.path(ns, name))))
-
-
-def _requests(text: str) -> dict[str, str]:
-    """``--requests cpu=100m,memory=128Mi``, each value a quantity."""
-    out = {}
-    for kv in filter(None, (p.strip() for p in text.split(","))):
-        name, eq, value = kv.partition("=")
-        if not eq or not name:
-            raise ValueError(f"--requests {kv!r}: use NAME=QUANTITY, e.g. cpu=100m")
-        try:
-            Quantity.parse(value)
-        except QuantityError as e:
-            raise ValueError(f"--requests {kv!r}: {e}") from None
-        out[name] = value
-    return out
-
-
-def _live_requests(hpa: dict[str, Any], kubeconfig: str | None) -> dict[str, str]:
-    """The first container's requests in the scale target's pod template (for Resource
-    utilization), read live; empty when the target is not a well-known workload."""
-    from shared.kube.client import Kube, load
-    from shared.kube.resources import by_kind
-
-    ref = hpa["spec"]["scaleTargetRef"]
-    group = ref.get("apiVersion", "").rpartition("/")[0]
-    kind = by_kind(group, ref.get("kind", ""))
-    if kind is None:
-        return {}
-    obj = asyncio.run(Kube(load(kubeconfig)).get(kind.path(hpa["metadata"]["namespace"], ref["name"])))
-    containers = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or [{}]
-    return {k: str(v) for k, v in ((containers[0].get("resources") or {}).get("requests") or {}).items()}
-
-
-def replay(
-    hpa: dict[str, Any], steps: list[Step], settings: Settings, pod_startup: timedelta,
-    requests: dict[str, str], initial: int | None,
-) -> list[Outcome]:  # fmt: skip
-    """One variant over the recorded steps, in a closed loop (pure)."""
-    spec = hpa.get("spec") or {}
-    loop = Loop({**hpa, "status": {}}, settings, pod_startup, requests)
-    first_real = next((s.real_replicas for s in steps if s.real_replicas is not None), None)
-    start = (
-        initial
-        if initial is not None
-        else first_real
-        if first_real is not None
-        else spec.get("minReplicas", 1)
-    )
-    loop.start(max(int(start), 1), steps[0].at if steps else datetime.now(UTC))
-    return [loop.step(s) for s in steps]
-
-
-def _server_version(kubeconfig: str | None) -> str | None:
-    """The cluster's release, which a replay of a live HPA decides as by default."""
-    from shared.kube.client import Kube, load
-
-    return str(asyncio.run(Kube(load(kubeconfig)).get("/version")).get("gitVersion") or "") or None
-
-
 def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Settings]) -> int:
     """``settings_for`` gives the flags' settings for a server version: a replay of a live
     HPA decides as that cluster's release unless --emulated-version says otherwise; of a
@@ -302,11 +140,11 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
             raise ValueError(f"--step must be longer than 0s, not {a.step.total_seconds():g}s")
         if a.plot is not None and a.plot.suffix.lower() not in (".png", ".svg"):
             raise ValueError(f"--plot {a.plot}: draws PNG or SVG; name the file .png or .svg")
-        _requests(a.requests)
-        hpa = _load_hpa(a.hpa, a.kubeconfig)
+        requests_of(a.requests)
+        hpa = load_hpa(a.hpa, a.kubeconfig)
         variants: dict[str, dict[str, Any]] = {"A": hpa}
         if a.spec_b or a.set:
-            b = _load_hpa(a.spec_b, a.kubeconfig) if a.spec_b else copy.deepcopy(hpa)
+            b = load_hpa(a.spec_b, a.kubeconfig) if a.spec_b else copy.deepcopy(hpa)
             for assignment in a.set:
                 b = {**b, "spec": set_path(b.get("spec") or {}, assignment)}
             variants["B"] = b
@@ -316,12 +154,12 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
                 "the API server would refuse this HPA, so it is not replayed:\n  " + "\n  ".join(problems)
             )
         config = rules(a.config)
-        requests = _requests(a.requests)
+        requests = requests_of(a.requests)
         from_file = a.hpa == "-" or Path(a.hpa).exists()
         if not requests and not from_file:
-            requests = _live_requests(hpa, a.kubeconfig)
+            requests = live_requests(hpa, a.kubeconfig)
         live = not from_file and not a.emulated_version
-        settings = settings_for(_server_version(a.kubeconfig) if live else None)
+        settings = settings_for(server_version(a.kubeconfig) if live else None)
     except (ValueError, OSError, RecordError, argparse.ArgumentTypeError, KubeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -24,7 +24,7 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,28 +32,22 @@ import structlog
 
 from shared.selectors import Selector
 
+__all__ = ["IndexFunc", "Informer", "namespace_index", "without_managed_fields"]
+
 from .client import Kube
 from .errors import Forbidden, Gone, KubeError, Timeout, Unauthorized
+from .indexes import (
+    INDEXED_OPERATORS,
+    IndexFunc,
+    Key,
+    add_to_indexes,
+    default_indexers,
+    label_index,
+    namespace_index,
+    selected_keys,
+)
 
 log = structlog.get_logger("informer")
-Key = tuple[str, str]  # (namespace, name)
-IndexFunc = Callable[[dict[str, Any]], Iterable[Hashable]]
-
-
-def namespace_index(obj: dict[str, Any]) -> Iterable[Hashable]:
-    return (obj["metadata"].get("namespace", ""),)
-
-
-_INDEXED = ("=", "==", "in")  # the operators the label index answers exactly
-
-
-def label_index(obj: dict[str, Any]) -> Iterable[Hashable]:
-    ns = obj["metadata"].get("namespace", "")
-    return [(ns, k, v) for k, v in (obj["metadata"].get("labels") or {}).items()]
-
-
-def default_indexers() -> dict[str, IndexFunc]:
-    return {"namespace": namespace_index, "label": label_index}
 
 
 @dataclass
@@ -179,24 +173,9 @@ class Informer:
             return []
         requirements = selector.requirements if selector is not None else ()
         indexed = self.indexers.get("label") is label_index
-        rest = [r for r in requirements if not indexed or r.operator not in _INDEXED]
-        namespaces = [namespace] if namespace is not None else None
+        rest = [r for r in requirements if not indexed or r.operator not in INDEXED_OPERATORS]
         with self._lock:
-            if namespaces is None:
-                namespaces = [str(ns) for ns in self._indexes.get("namespace", {})]
-            labels = self._indexes.get("label", {})
-            keys: set[Key] = set()
-            for ns in namespaces:
-                narrowed: set[Key] | None = None
-                for r in requirements if indexed else ():
-                    if r.operator in _INDEXED:
-                        hit: set[Key] = set()
-                        for v in r.values:
-                            hit |= labels.get((ns, r.key, v), set())
-                        narrowed = hit if narrowed is None else narrowed & hit
-                keys |= (
-                    narrowed if narrowed is not None else self._indexes.get("namespace", {}).get(ns, set())
-                )
+            keys = selected_keys(self._indexes, namespace, requirements if indexed else ())
             objs = [o for k in keys if (o := self.objects.get(k)) is not None]
         if not rest:
             return objs
@@ -243,7 +222,7 @@ class Informer:
             self.objects.pop(key, None)
             return
         self.objects[key] = obj
-        _add_to_indexes(self._indexes, self.indexers, key, obj)
+        add_to_indexes(self._indexes, self.indexers, key, obj)
 
     def _notify(self, kind: str, obj: dict[str, Any]) -> None:
         if self.on_change is not None:
@@ -295,7 +274,7 @@ class Informer:
         gone = [self.objects[k] for k in self.objects.keys() - fresh.keys()]
         indexes: dict[str, dict[Hashable, set[Key]]] = {}
         for k, o in fresh.items():
-            _add_to_indexes(indexes, self.indexers, k, o)
+            add_to_indexes(indexes, self.indexers, k, o)
         with self._lock:  # one swap: readers never see a half-built cache
             self.objects, self._indexes = fresh, indexes
             self._epoch += 1
@@ -344,18 +323,6 @@ class Informer:
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
-
-
-def _add_to_indexes(
-    indexes: dict[str, dict[Hashable, set[Key]]],
-    indexers: dict[str, IndexFunc],
-    key: Key,
-    obj: dict[str, Any],
-) -> None:
-    for name, fn in indexers.items():
-        index = indexes.setdefault(name, {})
-        for value in fn(obj):
-            index.setdefault(value, set()).add(key)
 
 
 def _labels(obj: dict[str, Any]) -> Any:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapter.team.team_rules import CLUSTER, NAMESPACED, Limits, TeamRule, Verdict, assign, condition, judge
+from adapter.team.team_assignment import assign, condition
+from adapter.team.team_rules import CLUSTER, NAMESPACED, Limits, TeamRule, Verdict, judge
 from rules.naming import NAMESPACES, PODS
 from rules.queries import ObjectQuery
 

@@ -8,7 +8,8 @@ from typing import Any
 from controller.engine import decide, parse_snapshot
 from controller.engine.model import Behavior, History, ScaleEvent, ScalingPolicy, ScalingRules
 from controller.live.reconciler import dry_run_event
-from controller.live.shadow import Shadow, differences
+from controller.live.shadow import Shadow
+from controller.live.shadow_diff import differences
 from shared.durations import format_time
 
 T0 = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)

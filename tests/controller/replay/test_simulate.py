@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from controller.commands.replay import moment, replay, set_path
 from controller.engine.model import Settings
 from controller.replay.plot import plot
 from controller.replay.report import as_csv, summarize
 from controller.replay.simulate import Step
+from controller.replay.variants import moment, replay, set_path
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 SYNC = timedelta(seconds=3)

@@ -6,10 +6,10 @@ import functools
 from datetime import timedelta
 from typing import Any
 
-from controller.commands.replay import replay
 from controller.engine.model import Settings
 from controller.replay.report import summarize
 from controller.replay.tune import Knobs, apply, check, minutes_above, spec_diff, tune
+from controller.replay.variants import replay
 
 from .test_simulate import SYNC, curve, hpa
 

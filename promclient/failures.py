@@ -1,0 +1,41 @@
+"""What went wrong on a call to Prometheus, for the retry decision and for the one line a
+user reads: Prometheus' own error text, or the connection's reason without urllib3's
+boilerplate."""
+
+from __future__ import annotations
+
+import json
+
+from .promsettings import PrometheusHTTPError
+
+_RETRYABLE_STATUS = (502, 503, 504)
+
+
+def retryable(e: BaseException | None) -> bool:
+    """A refused or reset connection, or a 502/503/504: worth one more try, if time is left."""
+    if isinstance(e, ConnectionError):
+        return True
+    return isinstance(e, PrometheusHTTPError) and e.status in _RETRYABLE_STATUS
+
+
+def prometheus_error(e: BaseException) -> tuple[int, str] | None:
+    """The status code and Prometheus' own error text of a non-2xx answer."""
+    if not isinstance(e, PrometheusHTTPError):
+        return None
+    try:
+        body = json.loads(e.body)
+        return e.status, f"{body.get('errorType', 'error')}: {body.get('error', '')}"
+    except (ValueError, AttributeError):
+        return e.status, repr(e.body)
+
+
+def short(e: BaseException) -> str:
+    """What went wrong, in a line: Prometheus' own error, or the connection's reason without
+    urllib3's retry and URL boilerplate ("Failed to establish a new connection: [Errno 111]
+    Connection refused")."""
+    parsed = prometheus_error(e)
+    text = f"HTTP {parsed[0]}: {parsed[1]}" if parsed else str(e)
+    _, found, cause = text.partition(" (Caused by ")
+    if found:
+        text = cause.split("): ", 1)[-1].rstrip(")'\"")
+    return text if len(text) < 300 else text[:300] + "..."

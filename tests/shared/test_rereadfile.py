@@ -1,0 +1,32 @@
+"""A rotating credential file is read again after its interval (``shared.rereadfile``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shared.rereadfile import RereadFile
+
+
+def test_a_rotated_file_is_read_again_once_the_interval_passes(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("first\n")
+    f = RereadFile(token, every=0.0)
+    assert f.text() == "first"
+    token.write_text("second\n")
+    assert f.text() == "second"
+
+
+def test_within_the_interval_the_last_read_is_kept(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("first")
+    f = RereadFile(token, every=3600)
+    assert f.text() == "first"
+    token.write_text("second")
+    assert f.text() == "first"
+
+
+def test_a_missing_file_raises_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="absent"):
+        RereadFile(tmp_path / "absent").text()
