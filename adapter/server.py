@@ -24,11 +24,8 @@ import argparse
 import asyncio
 import contextlib
 import ipaddress
-import ssl
 import urllib.parse
 from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
 
 import structlog
 from aiohttp import web
@@ -37,8 +34,9 @@ from adapter.commandline import compat
 from adapter.commandline.prometheus_flags import prometheus_settings
 from adapter.commandline.team_flags import team_limits
 from adapter.forwarding.upstreams import Upstreams
+from adapter.listeners import StartupError, secure_site, webhook_site
 from adapter.serving.app import AUTHENTICATOR, PROVIDERS, AdapterMetrics, build_app, prometheus_session
-from adapter.serving.auth import Authenticator, RequestHeaderConfig, add_client_ca, load_requestheader_config
+from adapter.serving.auth import Authenticator, RequestHeaderConfig, load_requestheader_config
 from adapter.serving.default_rules import DEFAULT_RULES
 from adapter.serving.health import Health, ProbeServer
 from adapter.serving.objects import ObjectCache
@@ -60,19 +58,10 @@ from shared.kube.client import load as load_kube
 from shared.kube.errors import KubeError
 from shared.lifecycle import stop_signals, until_stopped
 from shared.logging import configure
-from shared.tls import server_context, serving_files
 
 log = structlog.get_logger("adapter")
 # the young GC generation's threshold while serving (CPython's default is 700): see shared/gcpolicy
 YOUNG_GC_THRESHOLD = 10_000
-
-
-class StartupError(Exception):
-    """The adapter cannot start as configured: said in one log line, exit 2."""
-
-    def __init__(self, message: str, **context: Any) -> None:
-        super().__init__(message)
-        self.context = context
 
 
 def load_rules(path: str | None) -> Config:
@@ -263,17 +252,7 @@ class Adapter:
 
     async def listen(self, runner: web.AppRunner) -> web.TCPSite:
         """The secure port: our certificate, and the front proxy's CA for client certificates."""
-        a = self.args
-        cert, key = self._serving_files()
-        try:
-            ctx = server_context(cert, key, a.tls_cipher_suites, a.tls_min_version)
-        except (OSError, ssl.SSLError) as e:
-            raise StartupError(
-                "cannot load the serving certificate", cert=str(cert), key=str(key), error=str(e)
-            ) from None
-        if self.requestheader is not None:
-            add_client_ca(ctx, self.requestheader)
-        return await _site(runner, a.bind_address, a.secure_port, ctx)
+        return await secure_site(runner, self.args, self.requestheader)
 
     async def listen_webhook(self) -> web.AppRunner | None:
         """The rules webhook on a listener of its own (``adapter.serving.rules_webhook``)."""
@@ -290,40 +269,7 @@ class Adapter:
             metrics=reviews,
         )
         team = MetricRuleReviewer(self.judge, reviews, timeout=a.rules_webhook_timeout.total_seconds())
-        runner = web.AppRunner(
-            webhook_app(reviewer, a.rules_webhook_allowed_names, team),
-            access_log=None,
-            shutdown_timeout=a.shutdown_grace_period.total_seconds(),
-        )
-        await runner.setup()
-        try:
-            ctx = server_context(*self._serving_files(), a.tls_cipher_suites, a.tls_min_version)
-            ctx.load_verify_locations(a.rules_webhook_client_ca_file)
-        except (OSError, ssl.SSLError) as e:
-            await runner.cleanup()
-            raise StartupError(
-                "cannot set up the rules webhook's TLS", ca=a.rules_webhook_client_ca_file, error=str(e)
-            ) from None
-        ctx.verify_mode = ssl.CERT_OPTIONAL  # none: 401 with a reason, not a handshake failure
-        try:
-            await _site(runner, a.bind_address, a.rules_webhook_port, ctx)
-        except StartupError:
-            await runner.cleanup()
-            raise
-        return runner
-
-    def _serving_files(self) -> tuple[Path, Path]:
-        a = self.args
-        return serving_files(a.tls_cert_file, a.tls_private_key_file, a.cert_dir, a.cert_dns_name)
-
-
-async def _site(runner: web.AppRunner, host: str, port: int, ctx: ssl.SSLContext) -> web.TCPSite:
-    site = web.TCPSite(runner, host, port, ssl_context=ctx)
-    try:
-        await site.start()
-    except OSError as e:  # e.g. the port is in use
-        raise StartupError("cannot serve", address=f"{host}:{port}", error=str(e)) from None
-    return site
+        return await webhook_site(webhook_app(reviewer, a.rules_webhook_allowed_names, team), a)
 
 
 async def serve(a: argparse.Namespace) -> int:
