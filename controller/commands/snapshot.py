@@ -51,14 +51,11 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     scale, pod and metrics reads.
     """
 
-    from controller.live.hpa_fields import hpa_essentials
+    from controller.live.caches import hpa_and_pod_informers
     from controller.live.observe import Observer
-    from controller.live.pod_fields import pod_essentials
     from shared.kube.client import Kube, load
     from shared.kube.discovery import RESTMapper
     from shared.kube.errors import KubeError
-    from shared.kube.informer import Informer
-    from shared.kube.resources import HPA, POD
 
     namespace, _, name = args.hpa.partition("/")
     if not name:
@@ -67,8 +64,9 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     try:
         kube = Kube(load(args.kubeconfig))
         server = kube.get_sync("/version").get("gitVersion")  # the cluster answers, or one line now
-        pods = Informer(kube, POD.path(namespace), transform=pod_essentials).start()
-        hpas = Informer(kube, HPA.path(namespace), transform=hpa_essentials).start()
+        hpas, pods = hpa_and_pod_informers(kube, namespace)
+        pods.start()
+        hpas.start()
         try:
             for informer in (pods, hpas):
                 if not informer.synced.wait(30):

@@ -43,11 +43,10 @@ from shared.kube.informer import Informer
 from shared.lifecycle import stop_signals, until_stopped
 from shared.tls import server_context, serving_files
 
+from .caches import hpa_and_pod_informers
 from .endpoints import OPEN_PATHS, Readiness, endpoints_app
-from .hpa_fields import hpa_essentials
 from .leader import LeaderElector
 from .monitor import ControllerMetrics
-from .pod_fields import pod_essentials
 from .reconciler import Reconciler
 from .shadow import Shadow
 from .why import WhyLog
@@ -111,18 +110,8 @@ async def run(opts: Options) -> int:
     if elector is not None:
         kube = kube.guarded(elector.guard)  # every scale, status and event write
     metrics = ControllerMetrics()
-    hpas = Informer(
-        informer_kube,
-        "/apis/autoscaling/v2/horizontalpodautoscalers",
-        opts.hpa_selector,
-        transform=hpa_essentials,
-        watch_idle_timeout=opts.informer_watch_idle_timeout,
-    )
-    pods = Informer(
-        informer_kube,
-        "/api/v1/pods",
-        transform=pod_essentials,
-        watch_idle_timeout=opts.informer_watch_idle_timeout,
+    hpas, pods = hpa_and_pod_informers(
+        informer_kube, None, opts.hpa_selector, watch_idle_timeout=opts.informer_watch_idle_timeout
     )
     metrics.watch_informers({"hpas": hpas, "pods": pods})
     reconciler = Reconciler(

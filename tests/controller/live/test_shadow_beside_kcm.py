@@ -282,14 +282,27 @@ def make_apps(cluster: Cluster) -> None:
     cluster.kubectl(
         "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
     )
-    wait_until(
-        lambda: all(
-            d.get("status", {}).get("readyReplicas") == 1
-            for d in json.loads(cluster.kubectl("-n", NS, "get", "deployments", "-o", "json").stdout)["items"]
-        ),
-        timeout=90,
-        what="one ready pod per app",
-    )
+    try:
+        wait_until(
+            lambda: all(
+                d.get("status", {}).get("readyReplicas") == 1
+                for d in json.loads(cluster.kubectl("-n", NS, "get", "deployments", "-o", "json").stdout)[
+                    "items"
+                ]
+            ),
+            timeout=90,
+            what="one ready pod per app",
+        )
+    except AssertionError as e:  # say which of kube-controller-manager's and kwok's steps did not happen
+        raise AssertionError(f"{e}\n{apps_state(cluster)}") from None
+
+
+def apps_state(cluster: Cluster) -> str:
+    """Each app's Deployment status beside its pods' phase and readiness: a Deployment that
+    stays unready while its pod is Ready is kube-controller-manager's, a pod that stays
+    Pending is kwok's or the scheduler's."""
+    out = cluster.kubectl("-n", NS, "get", "deployments,replicasets,pods", "-o", "wide", check=False)
+    return out.stdout + out.stderr
 
 
 def make_hpas(cluster: Cluster) -> None:

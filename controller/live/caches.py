@@ -1,0 +1,30 @@
+"""The two caches every live read of the controller goes through -- HPAs and pods, each
+cut to the fields a decision reads -- made in one place, so the running controller and
+``snapshot`` observe an HPA through the very same objects."""
+
+from __future__ import annotations
+
+from shared.kube.client import Kube
+from shared.kube.informer import Informer
+from shared.kube.resources import HPA, POD
+
+from .hpa_fields import hpa_essentials
+from .pod_fields import pod_essentials
+
+
+def hpa_and_pod_informers(
+    kube: Kube, namespace: str | None = None, hpa_selector: str = "", watch_idle_timeout: float = 90.0
+) -> tuple[Informer, Informer]:
+    """Unstarted informers of HPAs (those ``hpa_selector`` picks) and pods, in ``namespace``
+    (every namespace for None)."""
+    hpas = Informer(
+        kube,
+        HPA.path(namespace),
+        hpa_selector,
+        transform=hpa_essentials,
+        watch_idle_timeout=watch_idle_timeout,
+    )
+    pods = Informer(
+        kube, POD.path(namespace), transform=pod_essentials, watch_idle_timeout=watch_idle_timeout
+    )
+    return hpas, pods
