@@ -189,7 +189,7 @@ class Scale:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Everything one reconcile sees (see ../shared/specs/hpa-snapshot.md)."""
+    """Everything one reconcile sees (docs/snapshot.md describes the file form)."""
 
     now: datetime
     settings: Settings

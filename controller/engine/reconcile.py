@@ -1,7 +1,7 @@
 """One reconcile of one HPA, offline: ``decide(snapshot) -> Decision``.
 
-The control flow is upstream's ``reconcileAutoscaler``, one named step per section of
-the algorithm spec (``../shared/specs/hpa-algorithm.md``):
+The control flow is upstream's ``reconcileAutoscaler`` (pkg/controller/podautoscaler/
+horizontal.go), one named step per stage of it:
 
 1. ``_read_scale``      -- validate the target reference and read its scale
                            (FailedGetScale / SucceededGetScale); remember the first sight;
