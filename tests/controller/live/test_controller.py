@@ -222,10 +222,18 @@ def test_scales_up_on_load_and_down_after_it_falls(
 
 
 def test_snapshot_of_a_live_hpa_decides_offline(
-    cluster: Cluster, controller: subprocess.Popen[bytes], tmp_path: Path
+    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes], tmp_path: Path
 ) -> None:
+    make_target(cluster, "snap", 1, requests_spec(5))
+    for name in running_pods(cluster, "snap"):
+        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 5)  # 5 against 10: keep 1
+    wait_until(
+        lambda: condition(cluster, "snap", "ScalingActive") == "True/ValidMetricFound",
+        timeout=60,
+        what="the live controller's first decision on it",
+    )
     out = subprocess.run(
-        [sys.executable, "-m", "controller", "snapshot", f"{NS}/api", f"--kubeconfig={cluster.kubeconfig}"],
+        [sys.executable, "-m", "controller", "snapshot", f"{NS}/snap", f"--kubeconfig={cluster.kubeconfig}"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -239,7 +247,7 @@ def test_snapshot_of_a_live_hpa_decides_offline(
     # the release the snapshot is decided as: the cluster's own, read from the API server
     assert snap["controller"]["kubernetesVersion"] == cluster.k8s_version.removeprefix("v").rsplit(".", 1)[0]
     pods = snap["pods"]  # the pods the live reconcile sees, from its index
-    assert sorted(p["metadata"]["name"] for p in pods) == running_pods(cluster, "api")
+    assert sorted(p["metadata"]["name"] for p in pods) == running_pods(cluster, "snap")
     path = tmp_path / "live.yaml"
     path.write_text(out.stdout)
     decided = subprocess.run(
