@@ -58,6 +58,3 @@ class HpaRecords:
             (k, r.writers) for k, r in self._records.items() if r.writers is not None and r.writers.passive
         ]
         return sorted(found, key=lambda kw: kw[0])
-
-    def __len__(self) -> int:
-        return len(self._records)

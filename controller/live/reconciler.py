@@ -147,7 +147,7 @@ class Reconciler:
         and scale events -- its record, selector, parse memo, explanations, shadow comparison
         and series."""
         record = self.records.pop(key)
-        self.selectors.remove(key)
+        self.observer.forget(*key)
         self._memo.forget(key)
         self.why.forget(key)
         self.shadow.comparisons.pop(key, None)
