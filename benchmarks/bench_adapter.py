@@ -30,19 +30,13 @@ from aiohttp import web
 from adapter.serving.app import build_app
 from adapter.serving.registry import Registry
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
+from localcluster.promhpa import pods_rules
 from localcluster.tools import wait_until
 from promclient.prometheus import Prometheus, PrometheusSettings
 from rules.config import GroupResource, parse_config
 from shared.selectors import Selector
 
-CONFIG = """
-rules:
-- seriesQuery: '{__name__=~"^bench_.*",namespace!="",pod!=""}'
-  resources:
-    overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
-  name: {matches: "^bench_(.*)$", as: "${1}"}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-"""
+CONFIG = pods_rules("bench")
 
 
 class StaticLister:

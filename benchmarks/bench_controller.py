@@ -32,15 +32,14 @@ from pathlib import Path
 
 import localcluster
 from benchmarks.doc_tables import invocation, update_section
-from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
+from localcluster.prometheus import Exporter
 from localcluster.promhpa import (
     external_rules,
-    register_and_start_adapter,
     start_controller_process,
     start_hpa_only_kcm,
-    stop_adapter,
     stop_process,
 )
+from localcluster.rig import Rig
 from localcluster.tools import free_port, wait_until
 
 RULES = external_rules("bench_queue_depth")
@@ -384,17 +383,11 @@ def main() -> int:
         print("--profile needs py-spy: `make venv` installs it (or pip install py-spy)", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="promhpa-bench-controller-"))
-    cluster = localcluster.Cluster(work / "cluster")
-    exporter = Exporter()
-    prometheus = adapter = None
     rows = [HEADER, "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    try:
-        cluster.up()
-        prometheus = PrometheusProcess(str(prometheus_path()), work, exporter.port)
-        prometheus.start()
-        exporter.set(f'bench_queue_depth{{namespace="{NS}",queue="seed"}}', 0)
-        wait_until(lambda: prometheus.query("bench_queue_depth") != [], timeout=60, what="scrape")
-        adapter = register_and_start_adapter(cluster, prometheus, work, RULES)
+    with Rig(localcluster.Cluster(work / "cluster"), work) as rig:
+        cluster, exporter = rig.cluster, rig.exporter
+        rig.publish(f'bench_queue_depth{{namespace="{NS}",queue="seed"}}', 0)
+        rig.adapter(RULES)
         cluster.kubectl("create", "namespace", NS)
         done = 0
         for n in sorted(int(x) for x in a.sizes.split(",")):
@@ -405,13 +398,6 @@ def main() -> int:
             rows += got
             print("\n".join(got), flush=True)
             done = n
-    finally:
-        if adapter is not None:
-            stop_adapter(adapter)
-        if prometheus is not None:
-            prometheus.stop()
-        exporter.close()
-        cluster.down(quiet=True)
     note = (
         f"(median of {a.rounds} round{'s' if a.rounds > 1 else ''}, one after the other on the same "
         "HPAs, pods and adapter; p50/p99 are histogram bucket bounds; ratios are promhpa / kcm, below 1 "

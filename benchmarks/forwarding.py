@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
@@ -32,9 +31,10 @@ from pathlib import Path
 import aiohttp
 
 import localcluster
-from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
+from localcluster.manifests import binding
 from localcluster.promhpa import external_rules, start_adapter, start_prometheus_adapter, stop_adapter
-from localcluster.tools import Binaries, cache_bin, insecure_tls, wait_until
+from localcluster.rig import Rig
+from localcluster.tools import Binaries, cache_bin, insecure_tls
 
 NS = "fwd"
 PATH = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NS}"
@@ -84,32 +84,22 @@ def main() -> int:
         print("prometheus-adapter is not built: run `make cluster-tools`", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="promhpa-bench-forwarding-"))
-    cluster = localcluster.Cluster(work / "cluster")
-    exporter = Exporter()
-    prometheus = upstream = ours = None
-    try:
-        cluster.up()
-        prometheus = PrometheusProcess(str(prometheus_path()), work, exporter.port)
-        prometheus.start()
-        exporter.set(f'fw_queue_depth{{namespace="{NS}",queue="q"}}', 7)
-        exporter.set(f'own_queue_depth{{namespace="{NS}",queue="q"}}', 7)
-        wait_until(lambda: prometheus.query("fw_queue_depth") != [], timeout=60, what="scrape")
-        admin = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"}
+    with Rig(localcluster.Cluster(work / "cluster"), work) as rig:
+        cluster, prometheus = rig.cluster, rig.prometheus
+        rig.publish(f'own_queue_depth{{namespace="{NS}",queue="q"}}', 7)
+        rig.publish(f'fw_queue_depth{{namespace="{NS}",queue="q"}}', 7)
         sa = [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "fwd", "namespace": NS}},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-             "metadata": {"name": "fwd-reader"}, "roleRef": admin,
-             "subjects": [{"kind": "ServiceAccount", "name": "fwd", "namespace": NS}]},
-        ]  # fmt: skip
-        cluster.kubectl(
-            "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": sa})
-        )
+            binding("fwd-reader", "cluster-admin", NS, "fwd"),
+        ]
+        cluster.apply(sa)
         token = cluster.kubectl("-n", NS, "create", "token", "fwd", "--duration=1h").stdout.strip()
         (work / "token").write_text(token)
         upstream = start_prometheus_adapter(
             cluster, work / "pa", prometheus.url, external_rules("fw_queue_depth")
         )
+        rig.on_exit(lambda: stop_adapter(upstream))
         rules = external_rules("own_queue_depth") + (
             f"upstreams:\n- name: pa\n  url: https://127.0.0.1:{upstream.port}\n"
             f"  insecureSkipTLSVerify: true\n  bearerTokenFile: {work / 'token'}\n  external: ['^fw_.*$']\n"
@@ -118,6 +108,7 @@ def main() -> int:
         ours = start_adapter(
             work / "promhpa", prometheus.url, rules, "--query-cache-ttl=0s", "--log-level=warning"
         )
+        rig.on_exit(lambda: stop_adapter(ours))
         phases = [
             ("prometheus-adapter, direct", f"{upstream.url}{PATH}/fw_queue_depth", token, None),
             (
@@ -143,14 +134,6 @@ def main() -> int:
             rows.append(row(name, lat, seconds, cpu))
             p50[name] = statistics.median(lat)
             print(rows[-1], flush=True)
-    finally:
-        for served in (ours, upstream):
-            if served is not None:
-                stop_adapter(served)
-        if prometheus is not None:
-            prometheus.stop()
-        exporter.close()
-        cluster.down(quiet=True)
     print("\n".join(rows))
     direct, forwarded = p50["prometheus-adapter, direct"], p50["promhpa, forwarding to prometheus-adapter"]
     print(f"forwarding adds {forwarded - direct:.2f} ms at p50 ({forwarded / direct:.2f}x the direct answer)")

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import localcluster
 from benchmarks.doc_tables import invocation, update_section
-from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
-from localcluster.promhpa import register_and_start_adapter, stop_adapter
-from localcluster.tools import ROOT, wait_until
+from localcluster.rig import Rig
+from localcluster.tools import ROOT
 
 from . import scale_controller
 from .bench_controller import LIMITS
@@ -34,30 +33,16 @@ def controller_part(a: argparse.Namespace, work: Path) -> list[str]:
     # no kube-scheduler: every pod is bound to its fake node when created (nodeName), and at
     # 100,000 pods a scheduler only follows their status updates, on the measured cores
     cluster = localcluster.Cluster(work / "cluster", node_monitor_grace="3600s", scheduler=False)
-    exporter = Exporter()
-    prometheus = adapter = None
-    try:
-        cluster.up()
-        prometheus = PrometheusProcess(str(prometheus_path()), work, exporter.port)
-        prometheus.start()
-        exporter.set(f'{scale_controller.METRIC}{{namespace="seed",queue="seed"}}', 0)
-        wait_until(lambda: prometheus.query(scale_controller.METRIC) != [], timeout=60, what="scrape")
+    with Rig(cluster, work) as rig:
+        rig.publish(f'{scale_controller.METRIC}{{namespace="seed",queue="seed"}}', 0)
         # every HPA asks the same value: answered from the adapter's cache (10 s)
-        adapter = register_and_start_adapter(
-            cluster, prometheus, work, scale_controller.RULES, "--query-cache-ttl=10s"
-        )
+        adapter = rig.adapter(scale_controller.RULES, "--query-cache-ttl=10s")
+        prometheus = rig.prometheus
         others = {
             "adapter": adapter.proc.pid,
             "prometheus (metrics)": prometheus.proc.pid if prometheus.proc else 0,
         }
-        return scale_controller.run(cluster, exporter, work, a, others)
-    finally:
-        if adapter is not None:
-            stop_adapter(adapter)
-        if prometheus is not None:
-            prometheus.stop()
-        exporter.close()
-        cluster.down(quiet=True)
+        return scale_controller.run(cluster, rig.exporter, work, a, others)
 
 
 def adapter_part(a: argparse.Namespace, work: Path) -> tuple[list[str], list[str]]:

@@ -472,9 +472,7 @@ def through_aggregator(
     got: dict[str, dict[str, Figures]] = {}
     for a in adapters:
         manifests = adapter_manifests(SERVICE_NS, SERVICE, a.port, ca, resource_metrics=True)
-        cluster.kubectl(
-            "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests})
-        )
+        cluster.apply(manifests)
         wait_until(
             lambda: _served_by(cluster.server, chosen[1], ctx),
             timeout=120,

@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 
@@ -192,6 +193,11 @@ class Cluster:
             )
         except OSError:
             return "(no log)"
+
+    def apply(self, items: list[dict[str, Any]], kubeconfig: Path | None = None) -> None:
+        """``kubectl apply`` of several manifests in one call (one List)."""
+        manifest = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+        self.kubectl("apply", "-f", "-", input=manifest, kubeconfig=kubeconfig)
 
     def kubectl(
         self,

@@ -24,45 +24,22 @@ from pathlib import Path
 from typing import Any
 
 import localcluster
-from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
+from localcluster.manifests import hpa_manifest, pods_metric
+from localcluster.prometheus import Exporter
 from localcluster.promhpa import (
-    register_and_start_adapter,
+    pods_rules,
     start_controller_process,
-    stop_adapter,
     stop_process,
 )
+from localcluster.rig import Rig
 from localcluster.tools import wait_until
 from shared.durations import format_time, parse_time
 
 NS, APP = "demo", "shop"
-RULES = """
-rules:
-- seriesQuery: '{__name__="demo_http_requests_per_second",namespace!="",pod!=""}'
-  resources:
-    overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
-  name: {matches: "^demo_(.*)$", as: "${1}"}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-"""
-HPA = {
-    "apiVersion": "autoscaling/v2",
-    "kind": "HorizontalPodAutoscaler",
-    "metadata": {"name": APP, "namespace": NS},
-    "spec": {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": APP},
-        "minReplicas": 1,
-        "maxReplicas": 8,
-        "metrics": [
-            {
-                "type": "Pods",
-                "pods": {
-                    "metric": {"name": "http_requests_per_second"},
-                    "target": {"type": "AverageValue", "averageValue": "10"},
-                },
-            }
-        ],
-        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 15}},
-    },
-}
+METRIC = "demo_http_requests_per_second"
+RULES = pods_rules("demo")  # demo_http_requests_per_second is served as http_requests_per_second
+HPA = hpa_manifest(NS, APP, pods_metric("http_requests_per_second", "10"), max_replicas=8)
+HPA["spec"]["behavior"] = {"scaleDown": {"stabilizationWindowSeconds": 15}}
 
 
 class DemoApp:
@@ -147,97 +124,88 @@ def status_line(cluster: localcluster.Cluster, app: DemoApp, started: float) -> 
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="promhpa-demo-"))
     print(f"promhpa demo (state in {work})\n1. starting the local control plane", flush=True)
-    cluster = localcluster.Cluster(work / "cluster")
-    exporter = Exporter()
-    prometheus = adapter = controller = app = None
     try:
-        cluster.up()
-        print("2. starting Prometheus, the demo app's metrics, promhpa's adapter and controller", flush=True)
-        prometheus = PrometheusProcess(str(prometheus_path()), work, exporter.port)
-        prometheus.start()
-        cluster.kubectl("create", "namespace", NS)
-        cluster.kubectl("-n", NS, "create", "deployment", APP, "--image=example.invalid/shop", "--replicas=1")
-        app = DemoApp(cluster, exporter)
-        app.rate = 5
-        wait_until(
-            lambda: prometheus.query("demo_http_requests_per_second") != [],
-            timeout=60,
-            what="the app's metric",
-        )
-        adapter = register_and_start_adapter(cluster, prometheus, work, RULES)
-        controller = start_controller_process(
-            cluster.kubeconfig,
-            work / "controller.log",
-            "--horizontal-pod-autoscaler-sync-period=3s",
-            "--log-format=console",
-        )
-        began = datetime.now(UTC)
-        cluster.kubectl("apply", "-f", "-", input=json.dumps(HPA))
-        print("3. HPA: Deployment shop, 1..8 replicas, target 10 requests/s per pod\n", flush=True)
-        print(
-            "  time  total load  per pod  replicas (now -> HPA's choice)  pods running  conditions",
-            flush=True,
-        )
-        started = time.monotonic()
-        phases: list[tuple[int, str, Callable[[int, int], bool]]] = [
-            (5, "steady load", lambda c, d: time.monotonic() - started > 12),
-            (65, "load rises to 65 req/s: expect 7 pods", lambda c, d: c >= 7 and len(app.pods()) >= 7),
-            (8, "load falls to 8 req/s: expect 1 pod after the 15s window", lambda c, d: c == 1),
-        ]
-        low_since: list[float] = []
-
-        def held_low(c: int, d: int) -> bool:  # long enough for the replay's 60s variant to act
-            low_since.append(time.monotonic())
-            return time.monotonic() - low_since[0] > 60
-
-        phases.append((8, "the low load holds for a minute (the replay's variant B needs it)", held_low))
-        for rate, title, done in phases:
-            app.rate = rate
-            print(f"--- {title}", flush=True)
-            deadline = time.monotonic() + 150
-            while time.monotonic() < deadline:
-                current, desired = status_line(cluster, app, started)
-                if done(current, desired):
-                    break
-                time.sleep(3)
-            else:
-                print("the HPA did not get there in time; see the logs in", work, flush=True)
-                return 1
-        ended = datetime.now(UTC)
-        print("\nThe HPA scaled up with the load and back down after it fell. Events:", flush=True)
-        events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
-        ours = [e for e in events if e["source"].get("component") == "horizontal-pod-autoscaler"]
-        for e in sorted(ours, key=lambda e: (e.get("firstTimestamp") or "", e["metadata"]["name"])):
-            when = (e.get("firstTimestamp") or "")[11:19]
-            print(f"  {when}  {e['type']} {e['reason']}: {e['message']}", flush=True)
-        time.sleep(2)  # the last samples scraped
-        print("\n4. replay: the same load through the engine, beside a 60s scale-down window", flush=True)
-        (work / "hpa.yaml").write_text(json.dumps(HPA))
-        (work / "rules.yaml").write_text(RULES)
-        replay = [
-            sys.executable, "-m", "controller", "replay", str(work / "hpa.yaml"),
-            f"--prometheus-url={prometheus.url}", f"--config={work / 'rules.yaml'}",
-            f"--from={format_time(began)}", f"--to={format_time(ended)}",
-            "--horizontal-pod-autoscaler-sync-period=3s",
-            "--set", "behavior.scaleDown.stabilizationWindowSeconds=60", f"--plot={work / 'replay.png'}",
-        ]  # fmt: skip
-        print("   python " + " ".join(replay[1:]).replace(str(work), "$WORK"), flush=True)
-        return subprocess.run(replay, check=False).returncode
+        with Rig(localcluster.Cluster(work / "cluster"), work) as rig:
+            try:
+                return run(rig)
+            finally:
+                print(f"\n5. cleaning up (the picture and logs stay in {work})", flush=True)
     except (localcluster.ClusterError, AssertionError) as e:
         print(f"demo failed: {e}", file=sys.stderr)
         return 1
-    finally:
-        print(f"\n5. cleaning up (the picture and logs stay in {work})", flush=True)
-        if app is not None:
-            app.stop()
-        if controller is not None:
-            stop_process(controller)
-        if adapter is not None:
-            stop_adapter(adapter)
-        if prometheus is not None:
-            prometheus.stop()
-        exporter.close()
-        cluster.down(quiet=True)
+
+
+def run(rig: Rig) -> int:
+    cluster, work, prometheus = rig.cluster, rig.work, rig.prometheus
+    print("2. starting Prometheus, the demo app's metrics, promhpa's adapter and controller", flush=True)
+    cluster.kubectl("create", "namespace", NS)
+    cluster.kubectl("-n", NS, "create", "deployment", APP, "--image=example.invalid/shop", "--replicas=1")
+    app = DemoApp(cluster, rig.exporter)
+    rig.on_exit(app.stop)
+    app.rate = 5
+    wait_until(lambda: prometheus.query(METRIC) != [], timeout=60, what="the app's metric")
+    rig.adapter(RULES)
+    controller = start_controller_process(
+        cluster.kubeconfig,
+        work / "controller.log",
+        "--horizontal-pod-autoscaler-sync-period=3s",
+        "--log-format=console",
+    )
+    rig.on_exit(lambda: stop_process(controller))
+    began = datetime.now(UTC)
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(HPA))
+    print("3. HPA: Deployment shop, 1..8 replicas, target 10 requests/s per pod\n", flush=True)
+    print(
+        "  time  total load  per pod  replicas (now -> HPA's choice)  pods running  conditions",
+        flush=True,
+    )
+    started = time.monotonic()
+    phases: list[tuple[int, str, Callable[[int, int], bool]]] = [
+        (5, "steady load", lambda c, d: time.monotonic() - started > 12),
+        (65, "load rises to 65 req/s: expect 7 pods", lambda c, d: c >= 7 and len(app.pods()) >= 7),
+        (8, "load falls to 8 req/s: expect 1 pod after the 15s window", lambda c, d: c == 1),
+    ]
+    low_since: list[float] = []
+
+    def held_low(c: int, d: int) -> bool:  # long enough for the replay's 60s variant to act
+        low_since.append(time.monotonic())
+        return time.monotonic() - low_since[0] > 60
+
+    phases.append((8, "the low load holds for a minute (the replay's variant B needs it)", held_low))
+    for rate, title, done in phases:
+        app.rate = rate
+        print(f"--- {title}", flush=True)
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline:
+            current, desired = status_line(cluster, app, started)
+            if done(current, desired):
+                break
+            time.sleep(3)
+        else:
+            print("the HPA did not get there in time; see the logs in", work, flush=True)
+            return 1
+    ended = datetime.now(UTC)
+    print("\nThe HPA scaled up with the load and back down after it fell. Events:", flush=True)
+    events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
+    ours = [e for e in events if e["source"].get("component") == "horizontal-pod-autoscaler"]
+    for e in sorted(ours, key=lambda e: (e.get("firstTimestamp") or "", e["metadata"]["name"])):
+        when = (e.get("firstTimestamp") or "")[11:19]
+        print(f"  {when}  {e['type']} {e['reason']}: {e['message']}", flush=True)
+    wait_until(
+        lambda: prometheus.sampled_since(METRIC, ended.timestamp()), timeout=30, what="the last samples"
+    )
+    print("\n4. replay: the same load through the engine, beside a 60s scale-down window", flush=True)
+    (work / "hpa.yaml").write_text(json.dumps(HPA))
+    (work / "rules.yaml").write_text(RULES)
+    replay = [
+        sys.executable, "-m", "controller", "replay", str(work / "hpa.yaml"),
+        f"--prometheus-url={prometheus.url}", f"--config={work / 'rules.yaml'}",
+        f"--from={format_time(began)}", f"--to={format_time(ended)}",
+        "--horizontal-pod-autoscaler-sync-period=3s",
+        "--set", "behavior.scaleDown.stabilizationWindowSeconds=60", f"--plot={work / 'replay.png'}",
+    ]  # fmt: skip
+    print("   python " + " ".join(replay[1:]).replace(str(work), "$WORK"), flush=True)
+    return subprocess.run(replay, check=False).returncode
 
 
 if __name__ == "__main__":

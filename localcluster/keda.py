@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cluster import Cluster
-from .tools import Binaries, cache_bin, free_port, insecure_tls, wait_http, wait_until
+from .tools import Binaries, cache_bin, free_port, insecure_tls, terminate, wait_http, wait_until
 
 KEDA_NAMESPACE = "keda"
 
@@ -88,13 +88,7 @@ class Keda:
 
     def stop(self) -> None:
         for proc in (self.metrics_server, self.operator):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            terminate(proc)
 
 
 def start_keda(cluster: Cluster, directory: Path) -> Keda:

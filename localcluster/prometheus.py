@@ -93,6 +93,11 @@ class PrometheusProcess:
         log.close()
         wait_http(f"{self.url}/-/ready", what="prometheus")
 
+    def sampled_since(self, selector: str, moment: float) -> bool:
+        """Whether a series of ``selector`` has a sample scraped at or after ``moment`` (Unix
+        seconds): a range ending then is whole in the TSDB."""
+        return any(float(r["value"][1]) >= moment for r in self.query(f"timestamp({selector})"))
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()

@@ -13,6 +13,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,20 @@ externalRules:
 - seriesQuery: '{{__name__="{metric}"}}'
   resources: {{overrides: {{namespace: {{resource: namespace}}}}}}
   metricsQuery: 'sum(<<.Series>>{{<<.LabelMatchers>>}}){grouping}'
+"""
+
+
+def pods_rules(prefix: str) -> str:
+    """A rule file's ``rules:`` serving every ``<prefix>_*`` series with namespace and pod
+    labels as a Pods metric named without the prefix, summed per pod: the custom-metric setup
+    the demo, the live tests and the benchmarks share."""
+    return f"""
+rules:
+- seriesQuery: '{{__name__=~"^{prefix}_.*",namespace!="",pod!=""}}'
+  resources:
+    overrides: {{namespace: {{resource: namespace}}, pod: {{resource: pod}}}}
+  name: {{matches: "^{prefix}_(.*)$", as: "${{1}}"}}
+  metricsQuery: 'sum(<<.Series>>{{<<.LabelMatchers>>}}) by (<<.GroupBy>>)'
 """
 
 
@@ -128,9 +143,7 @@ def register_and_start_adapter(
     manifests = adapter_manifests(
         "promhpa", "promhpa-adapter", port, cert.read_bytes(), resource_metrics=True
     )
-    cluster.kubectl(
-        "apply", "-f", "-", input=_json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests})
-    )
+    cluster.apply(manifests)
     kubeconfig = service_account_kubeconfig(
         cluster, "promhpa", "promhpa-adapter", work / "adapter.kubeconfig"
     )
@@ -235,10 +248,15 @@ def namespace_init(proc: subprocess.Popen[bytes], timeout: float = 10) -> int:
 
 
 def start_controller_process(
-    kubeconfig: Path, log: Path, *flags: str, prefix: tuple[str, ...] = ()
+    kubeconfig: Path,
+    log: Path,
+    *flags: str,
+    prefix: tuple[str, ...] = (),
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """`python -m controller run` on loopback with its output appended to ``log`` (its
-    endpoints on a free port unless ``flags`` name one; self-signed, in the log's folder)."""
+    endpoints on a free port unless ``flags`` name one; self-signed, in the log's folder);
+    ``env`` adds to this process's environment (a pod's ``POD_NAME``, say)."""
     out = open(log, "ab")  # noqa: SIM115 - owned by the child
     proc = subprocess.Popen(
         [
@@ -259,6 +277,7 @@ def start_controller_process(
         stdout=out,
         stderr=subprocess.STDOUT,
         cwd=ROOT,
+        env={**os.environ, **env} if env else None,
     )
     out.close()
     return proc

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .tools import Binaries, cache_bin, free_port, wait_http, wait_until
+from .tools import Binaries, cache_bin, free_port, terminate, wait_http, wait_until
 
 REPLICA_LABEL = "replica"
 REPLICAS = 2
@@ -173,11 +173,5 @@ class ThanosStack:
 
     def stop(self) -> None:
         for p in reversed(list(self.procs.values())):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            terminate(p, timeout=20)
         self.procs.clear()

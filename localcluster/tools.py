@@ -183,6 +183,18 @@ def wait_http(url: str, what: str, timeout: float = 30, context: ssl.SSLContext 
     raise AssertionError(f"{what} did not become ready at {url} within {timeout}s")
 
 
+def terminate(proc: subprocess.Popen[bytes], timeout: float = 15) -> None:
+    """SIGTERM, then SIGKILL if ``proc`` has not ended within ``timeout``; reaped either way."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def wait_until(predicate: Any, timeout: float = 15, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

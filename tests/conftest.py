@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import Exporter, PrometheusProcess, missing, prometheus_binary
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import missing
+from tests.support import prometheus_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 # the cases kept in the repository (tests/conformance/README.md), and any more beside it: the
@@ -39,6 +42,9 @@ def conformance_dir() -> Path:
 
 # the real Kubernetes control plane, shared by every test that needs it (session-scoped)
 from tests.cluster_fixture import cluster  # noqa: E402, F401
+
+# the module's live-test layer (tests/live.py)
+from tests.live import live  # noqa: E402, F401
 
 
 @pytest.fixture(scope="module")

@@ -7,34 +7,43 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
+from dataclasses import field
+from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
+from typing import NoReturn
 
 import pytest
 
-from localcluster import ROOT, free_port
-from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
-from localcluster.promhpa import (
-    AdapterProcess,
-    controller_get,
-    controller_get_json,
-    cpu_deployment,
-    external_rules,
-    register_and_start_adapter,
-    start_adapter,
-    start_controller_process,
-    start_hpa_only_kcm,
-    start_prometheus_adapter,
-    stop_adapter,
-    stop_process,
-)
-from localcluster.tools import insecure_tls, wait_http, wait_until
+from localcluster import ROOT
+from localcluster import free_port
+from localcluster.prometheus import Exporter
+from localcluster.prometheus import PrometheusProcess
+from localcluster.prometheus import prometheus_path
+from localcluster.promhpa import AdapterProcess
+from localcluster.promhpa import controller_get
+from localcluster.promhpa import controller_get_json
+from localcluster.promhpa import cpu_deployment
+from localcluster.promhpa import external_rules
+from localcluster.promhpa import pods_rules
+from localcluster.promhpa import register_and_start_adapter
+from localcluster.promhpa import start_adapter
+from localcluster.promhpa import start_controller_process
+from localcluster.promhpa import start_hpa_only_kcm
+from localcluster.promhpa import start_prometheus_adapter
+from localcluster.promhpa import stop_adapter
+from localcluster.promhpa import stop_process
+from localcluster.tools import insecure_tls
+from localcluster.tools import wait_http
+from localcluster.tools import wait_until
 
 __all__ = [
     "ROOT",
@@ -42,7 +51,6 @@ __all__ = [
     "Exporter",
     "PrometheusProcess",
     "Recorder",
-    "apply_items",
     "controller_get",
     "controller_get_json",
     "cpu_deployment",
@@ -51,9 +59,11 @@ __all__ = [
     "free_port",
     "insecure_tls",
     "leader_identity",
+    "pods_rules",
     "prefixed_rules",
     "prometheus_adapter_binary",
     "prometheus_binary",
+    "python_m",
     "register_and_start_adapter",
     "start_adapter",
     "start_controller_process",
@@ -119,15 +129,6 @@ def external_metric_app(
     ]
 
 
-def apply_items(cluster: Any, items: list[dict[str, Any]]) -> None:
-    """``kubectl apply`` a list of manifests in one call."""
-    import json
-
-    cluster.kubectl(
-        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
-    )
-
-
 METRIC_RULE_CRDS = ROOT / "charts" / "promhpa" / "crds" / "metricrules.yaml"
 
 
@@ -164,7 +165,8 @@ def pod_manifest(name: str, namespace: str, labels: dict[str, str]) -> dict[str,
 
 
 def prometheus_adapter_binary() -> str:
-    from localcluster.tools import Binaries, cache_bin
+    from localcluster.tools import Binaries
+    from localcluster.tools import cache_bin
 
     return _built(Path(Binaries(cache_bin()).prometheus_adapter), "prometheus-adapter", "the upstream tests")
 
@@ -180,6 +182,20 @@ def thanos_binary() -> str:
 
 
 ALLOW_SKIPS = "PROMHPA_ALLOW_SKIPS"
+
+
+def python_m(*args: str, timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """``python -m <args>`` from the checkout as a user runs it: output captured as text, the
+    exit code left for the test to judge."""
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+        **kw,
+    )
 
 
 def skips_allowed() -> bool:
@@ -210,14 +226,9 @@ def prefixed_rules(prefix: str) -> str:
     period upstream drops samples whose window began before the pod became Ready, and test
     pods became Ready seconds ago."""
     p = prefix
-    return f"""
-rules:
-- seriesQuery: '{{__name__=~"^{p}_.*",namespace!="",pod!=""}}'
-  resources:
-    overrides: {{namespace: {{resource: namespace}}, pod: {{resource: pod}}}}
-  name: {{matches: "^{p}_(.*)$", as: "${{1}}"}}
-  metricsQuery: 'sum(<<.Series>>{{<<.LabelMatchers>>}}) by (<<.GroupBy>>)'
-- seriesQuery: '{{__name__="{p}_service_rps",namespace!="",service!=""}}'
+    return (
+        pods_rules(p)
+        + f"""- seriesQuery: '{{__name__="{p}_service_rps",namespace!="",service!=""}}'
   resources:
     overrides: {{namespace: {{resource: namespace}}, service: {{resource: service}}}}
   name: {{matches: "^{p}_(.*)$", as: "${{1}}"}}
@@ -236,6 +247,7 @@ resourceRules:
     containerLabel: container
   window: 1s
 """
+    )
 
 
 @dataclass
@@ -301,7 +313,18 @@ class Recorder:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self.url
+
+    @property
+    def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> Recorder:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def take(self) -> list[tuple[str, int]]:
         with self.lock:

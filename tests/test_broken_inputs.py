@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.shared.test_entry import HPA, RULES
+from tests.shared.test_entry import HPA
+from tests.shared.test_entry import RULES
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 
 from adapter.commandline import compat
-from adapter.commandline.flags import check_parser, serve_parser
+from adapter.commandline.flags import check_parser
+from adapter.commandline.flags import serve_parser
 from controller.cli import build_parser
 from tests.support import ROOT
 

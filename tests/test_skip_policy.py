@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support import ALLOW_SKIPS, missing
+from tests.support import ALLOW_SKIPS
+from tests.support import missing
 
 
 def test_missing_fails_without_the_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,10 +4,13 @@ query from a table, records what it was asked, and raises what it is told to."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import timedelta
 
-from promclient.promapi import Gate, PrometheusUnavailable, Sample
+from promclient.promapi import Gate
+from promclient.promapi import PrometheusUnavailable
+from promclient.promapi import Sample
 
 
 @dataclass

@@ -12,7 +12,6 @@ import json
 import ssl
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,28 +19,23 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from localcluster import Cluster, service_account_kubeconfig
+from localcluster import Cluster
+from localcluster import service_account_kubeconfig
+from localcluster.manifests import binding
+from localcluster.manifests import cluster_role
 from localcluster.pki import issue
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    register_and_start_adapter,
-    stop_adapter,
-    wait_until,
-)
+from tests.live import Live
+from tests.live import try_get
+from tests.support import AdapterProcess
+from tests.support import pods_rules
+from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
 
 NS, SERVICE = "promhpa", "promhpa-adapter"
-CONFIG = """
-rules:
-- seriesQuery: '{__name__=~"^agg_.*",namespace!="",pod!=""}'
-  resources:
-    overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
-  name: {matches: "^agg_(.*)$", as: "${1}"}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-externalRules:
+CONFIG = (
+    pods_rules("agg")
+    + """externalRules:
 - seriesQuery: '{__name__="agg_queue_messages"}'
   resources:
     overrides: {namespace: {resource: namespace}}
@@ -55,12 +49,7 @@ resourceRules:
     containerLabel: container
   window: 1m
 """
-
-
-def apply(cluster: Cluster, objects: list[dict[str, Any]]) -> None:
-    cluster.kubectl(
-        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-    )
+)
 
 
 def pod_names(cluster: Cluster, ns: str, selector: str) -> list[str]:
@@ -69,37 +58,25 @@ def pod_names(cluster: Cluster, ns: str, selector: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def registered(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[AdapterProcess, list[str]]]:
+def registered(live: Live) -> tuple[AdapterProcess, list[str]]:
+    cluster = live.cluster
     cluster.kubectl("create", "namespace", "shop")
     cluster.kubectl(
         "-n", "shop", "create", "deployment", "web", "--image=example.invalid/web", "--replicas=2"
     )
     wait_until(lambda: len(pod_names(cluster, "shop", "app=web")) == 2, timeout=60, what="2 running web pods")
     pods = pod_names(cluster, "shop", "app=web")
+    samples = {'agg_requests{namespace="shop",pod="not-a-web-pod"}': 999.0}
     for i, name in enumerate(pods):
-        exporter.set(f'agg_requests{{namespace="shop",pod="{name}"}}', 10 * (i + 1))
-        exporter.set(f'agg_container_cpu{{namespace="shop",pod="{name}",container="web"}}', 0.1 * (i + 1))
-    exporter.set('agg_requests{namespace="shop",pod="not-a-web-pod"}', 999)
-    exporter.set('agg_queue_messages{namespace="shop",queue="orders"}', 17)
-    wait_until(lambda: len(prometheus.query("agg_requests")) == 3, what="scrape")
-    wait_until(lambda: prometheus.query("agg_queue_messages") != [], what="scrape")
-    a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("aggregated"), CONFIG)
-    try:
-        yield a, pods
-    finally:
-        stop_adapter(a)
+        samples[f'agg_requests{{namespace="shop",pod="{name}"}}'] = 10 * (i + 1)
+        samples[f'agg_container_cpu{{namespace="shop",pod="{name}",container="web"}}'] = 0.1 * (i + 1)
+    live.publish(samples, "agg_requests", count=3)
+    live.publish({'agg_queue_messages{namespace="shop",queue="orders"}': 17}, "agg_queue_messages")
+    return live.adapter(CONFIG), pods
 
 
-def raw(cluster: Cluster, path: str, kubeconfig: Path | None = None) -> tuple[int, dict[str, Any]]:
-    out = cluster.kubectl("get", "--raw", path, check=False, kubeconfig=kubeconfig)
-    if out.returncode == 0:
-        return 0, json.loads(out.stdout)
-    return out.returncode, {"stderr": out.stderr}
+def raw(cluster: Cluster, path: str, kubeconfig: Path | None = None) -> tuple[int, Any]:
+    return try_get(cluster, path, kubeconfig)
 
 
 def test_apiservices_are_available_and_listed(
@@ -222,33 +199,12 @@ def test_identity_headers_count_only_under_the_front_proxys_allowed_name(
 def _reader(cluster: Cluster, name: str, grant: bool, tmp: Path) -> Path:
     cluster.kubectl("-n", "shop", "create", "serviceaccount", name)
     if grant:
-        apply(
-            cluster,
+        reads = (["custom.metrics.k8s.io", "external.metrics.k8s.io"], ["*"], ["get", "list"])
+        cluster.apply(
             [
-                {
-                    "apiVersion": "rbac.authorization.k8s.io/v1",
-                    "kind": "ClusterRole",
-                    "metadata": {"name": f"{name}-metrics"},
-                    "rules": [
-                        {
-                            "apiGroups": ["custom.metrics.k8s.io", "external.metrics.k8s.io"],
-                            "resources": ["*"],
-                            "verbs": ["get", "list"],
-                        }
-                    ],
-                },
-                {
-                    "apiVersion": "rbac.authorization.k8s.io/v1",
-                    "kind": "ClusterRoleBinding",
-                    "metadata": {"name": f"{name}-metrics"},
-                    "roleRef": {
-                        "apiGroup": "rbac.authorization.k8s.io",
-                        "kind": "ClusterRole",
-                        "name": f"{name}-metrics",
-                    },
-                    "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "shop"}],
-                },
-            ],
+                cluster_role(f"{name}-metrics", reads),
+                binding(f"{name}-metrics", f"{name}-metrics", "shop", name),
+            ]
         )
     return service_account_kubeconfig(cluster, "shop", name, tmp / f"{name}.kubeconfig")
 

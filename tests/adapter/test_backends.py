@@ -18,16 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    Recorder,
-    prometheus_binary,
-    start_adapter,
-    stop_adapter,
-    wait_until,
-)
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import Recorder
+from tests.support import prometheus_binary
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -65,10 +63,8 @@ def second(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Exporter,
 
 @pytest.fixture(scope="module")
 def recorder(second: tuple[Exporter, PrometheusProcess]) -> Iterator[Recorder]:
-    r = Recorder(second[1].url)
-    r.start()
-    yield r
-    r.close()
+    with Recorder(second[1].url) as r:
+        yield r
 
 
 @pytest.fixture(scope="module")
@@ -83,11 +79,10 @@ def adapter(
     second[0].set('team_b_queue{queue="b"}', 11)
     wait_until(lambda: prometheus.query("team_a_queue") != [], what="team A's series scraped")
     wait_until(lambda: second[1].query("team_b_queue") != [], what="team B's series scraped")
-    url = f"http://127.0.0.1:{recorder.server.server_address[1]}"
     a = start_adapter(
         tmp_path_factory.mktemp("adapter"),
         prometheus.url,
-        rules(url),
+        rules(recorder.url),
         "--metrics-relist-interval=1s",
         "--query-cache-ttl=0s",
     )

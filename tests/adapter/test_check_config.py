@@ -9,17 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from localcluster import Cluster
-from tests.support import Exporter, PrometheusProcess, wait_until
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import python_m
+from tests.support import wait_until
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "adapter", "check-config", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return python_m("adapter", "check-config", *args)
 
 
 def test_bad_file_names_line_and_key(tmp_path: Path) -> None:

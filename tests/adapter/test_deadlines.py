@@ -15,16 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    external_rules,
-    prometheus_binary,
-    start_adapter,
-    stop_adapter,
-    wait_until,
-)
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import external_rules
+from tests.support import prometheus_binary
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
 

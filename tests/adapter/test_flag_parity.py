@@ -13,7 +13,8 @@ from structlog.testing import capture_logs
 
 from adapter.commandline import compat
 from adapter.commandline.flags import serve_parser
-from localcluster.tools import Binaries, cache_bin
+from localcluster.tools import Binaries
+from localcluster.tools import cache_bin
 from tests.support import missing
 
 pytestmark = [pytest.mark.tools]

@@ -25,15 +25,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    Recorder,
-    start_adapter,
-    stop_adapter,
-    wait_until,
-)
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import Recorder
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -76,14 +74,12 @@ def proxied(
     exporter.set('fz_node_load{node="n1"}', 4)
     exporter.set('fz_node_cpu{node="n1"}', 1)
     wait_until(lambda: len(prometheus.query("fz_queue")) == 3, what="first scrape")
-    recorder = Recorder(prometheus.url)
-    url = recorder.start()
-    a = start_adapter(tmp_path_factory.mktemp("fuzz"), url, CONFIG, "--query-cache-ttl=0s")
-    try:
-        yield a, recorder
-    finally:
-        stop_adapter(a)
-        recorder.close()
+    with Recorder(prometheus.url) as recorder:
+        a = start_adapter(tmp_path_factory.mktemp("fuzz"), recorder.url, CONFIG, "--query-cache-ttl=0s")
+        try:
+            yield a, recorder
+        finally:
+            stop_adapter(a)
 
 
 NAMESPACES = [

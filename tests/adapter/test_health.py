@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from adapter.serving.health import Health, ProbeServer
+from adapter.serving.health import Health
+from adapter.serving.health import ProbeServer
 from tests.support import free_port
 
 

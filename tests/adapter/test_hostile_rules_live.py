@@ -20,17 +20,11 @@ import kubernetes
 import pytest
 
 from localcluster import Cluster
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    apply_items,
-    external_rules,
-    install_metric_rule_crds,
-    start_adapter,
-    stop_adapter,
-    wait_until,
-)
+from tests.live import Live
+from tests.support import AdapterProcess
+from tests.support import external_rules
+from tests.support import install_metric_rule_crds
+from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
 GROUP, VERSION, PLURAL = "promhpa.io", "v1alpha1", "metricrules"
@@ -84,23 +78,13 @@ def api(cluster: Cluster) -> Iterator[kubernetes.client.CustomObjectsApi]:
 
 
 @pytest.fixture(scope="module")
-def adapter(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[AdapterProcess]:
+def adapter(live: Live) -> Iterator[AdapterProcess]:
+    cluster = live.cluster
     install_metric_rule_crds(cluster)
     for ns in [READER, *NAMESPACES]:
         cluster.kubectl("create", "namespace", ns, check=False)
-    exporter.set(f'orders_waiting{{namespace="{READER}"}}', 42)
-    wait_until(lambda: prometheus.query("orders_waiting"), what="scrape")
-    a = start_adapter(
-        tmp_path_factory.mktemp("hostile"), prometheus.url, external_rules("orders_waiting", by=""),
-        "--team-rules", f"--kubeconfig={cluster.kubeconfig}", "--query-cache-ttl=0s",
-    )  # fmt: skip
-    yield a
-    stop_adapter(a)
+    live.publish({f'orders_waiting{{namespace="{READER}"}}': 42}, "orders_waiting")
+    yield live.local_adapter(external_rules("orders_waiting", by=""), "--team-rules", "--query-cache-ttl=0s")
     for ns in [READER, *NAMESPACES]:
         cluster.kubectl("-n", ns, "delete", "metricrules", "--all", check=False)
 
@@ -143,8 +127,7 @@ def verdicts(api: kubernetes.client.CustomObjectsApi) -> dict[tuple[str, str], t
 def test_hostile_rules_never_stall_crash_or_slow_another_namespaces_reads(
     cluster: Cluster, adapter: AdapterProcess, api: kubernetes.client.CustomObjectsApi
 ) -> None:
-    apply_items(
-        cluster,
+    cluster.apply(
         [
             {
                 **rule(READER, 0, "sum(orders_waiting)"),

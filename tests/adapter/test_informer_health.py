@@ -19,15 +19,13 @@ import pytest
 
 from localcluster import Cluster
 from tests.netproxy import Proxy
-from tests.support import (
-    Exporter,
-    PrometheusProcess,
-    pod_manifest,
-    prefixed_rules,
-    start_adapter,
-    stop_adapter,
-    wait_until,
-)
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import pod_manifest
+from tests.support import prefixed_rules
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
 NS = "informer-health"

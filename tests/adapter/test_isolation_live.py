@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from adapter.team.isolation import confine
-from localcluster.prometheus import Exporter, PrometheusProcess
+from localcluster.prometheus import Exporter
+from localcluster.prometheus import PrometheusProcess
 from localcluster.tools import wait_until
 
 OURS, THEIRS = "team-a", "team-b"

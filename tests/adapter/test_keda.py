@@ -17,20 +17,21 @@ from typing import Any
 import pytest
 
 from localcluster import Cluster
-from localcluster.keda import Keda, start_keda
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    apply_items,
-    external_rules,
-    missing,
-    register_and_start_adapter,
-    start_controller_process,
-    stop_adapter,
-    stop_process,
-    wait_until,
-)
+from localcluster.keda import Keda
+from localcluster.keda import start_keda
+from tests.live import Live
+from tests.live import adapter_token
+from tests.live import grant_forwarding
+from tests.live import hpa
+from tests.live import hpa_conditions
+from tests.live import running_controller
+from tests.live import scale_replicas
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import external_rules
+from tests.support import missing
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NS = "keda-app"
@@ -42,7 +43,8 @@ METRIC_PATH = (
 
 @pytest.fixture(scope="module")
 def keda(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keda]:
-    from localcluster.tools import Binaries, cache_bin
+    from localcluster.tools import Binaries
+    from localcluster.tools import cache_bin
 
     if not Path(Binaries(cache_bin()).keda_operator).exists():
         missing("KEDA is not built: run `make cluster-tools`")
@@ -52,25 +54,10 @@ def keda(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 
 @pytest.fixture(scope="module")
-def promhpa(
-    cluster: Cluster, keda: Keda, prometheus: PrometheusProcess, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[AdapterProcess]:
-    work = tmp_path_factory.mktemp("promhpa-keda")
-    cluster.kubectl("create", "namespace", "promhpa", check=False)
-    cluster.kubectl("-n", "promhpa", "create", "serviceaccount", "promhpa-adapter", check=False)
-    token = cluster.kubectl(
-        "-n", "promhpa", "create", "token", "promhpa-adapter", "--duration=1h"
-    ).stdout.strip()
-    (work / "token").write_text(token)
-    rbac = "rbac.authorization.k8s.io"
-    role = {"apiGroup": rbac, "kind": "ClusterRole", "name": "keda-forwarding"}
-    apply_items(cluster, [
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": {"name": "keda-forwarding"},
-         "rules": [{"apiGroups": ["external.metrics.k8s.io"], "resources": ["*"], "verbs": ["get", "list"]}]},
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "keda-forwarding"},
-         "roleRef": role,
-         "subjects": [{"kind": "ServiceAccount", "name": "promhpa-adapter", "namespace": "promhpa"}]},
-    ])  # fmt: skip
+def promhpa(live: Live, keda: Keda) -> AdapterProcess:
+    cluster, work = live.cluster, live.folder("promhpa-keda")
+    token = adapter_token(cluster, work / "token")
+    grant_forwarding(cluster, "keda-forwarding", "external.metrics.k8s.io")
     rules = (
         external_rules("keda_own_queue", by="")
         + f"""
@@ -78,13 +65,11 @@ upstreams:
 - name: keda
   url: {keda.url}
   insecureSkipTLSVerify: true
-  bearerTokenFile: {work / "token"}
+  bearerTokenFile: {token}
   external: ['^s[0-9]+-.*$']
 """
     )
-    a = register_and_start_adapter(cluster, prometheus, work, rules)
-    yield a
-    stop_adapter(a)
+    return live.adapter(rules, folder=work)
 
 
 def scaled_object(prometheus_url: str) -> list[dict[str, Any]]:
@@ -123,7 +108,7 @@ def test_a_scaled_objects_hpa_reads_kedas_metric_through_promhpa_and_promhpa_sca
 ) -> None:
     exporter.set(f'keda_queue_depth{{namespace="{NS}"}}', 30)  # 30 / 10 per replica: 3
     wait_until(lambda: prometheus.query("keda_queue_depth") != [], what="scrape")
-    apply_items(cluster, scaled_object(prometheus.url))
+    cluster.apply(scaled_object(prometheus.url))
     try:
         wait_until(
             lambda: cluster.kubectl("-n", NS, "get", "hpa", "keda-hpa-kapp", check=False).returncode == 0,
@@ -140,21 +125,13 @@ def test_a_scaled_objects_hpa_reads_kedas_metric_through_promhpa_and_promhpa_sca
     wait_until(
         lambda: through_promhpa() == "30", timeout=60, what="KEDA's metric through promhpa's APIService"
     )
-    controller = start_controller_process(
-        cluster.kubeconfig, tmp_path / "controller.log", "--hpa-selector=scaledobject.keda.sh/name=kapp",
-        "--horizontal-pod-autoscaler-sync-period=1s", "--log-format=console",
-    )  # fmt: skip
-
-    def replicas() -> int:
-        out = cluster.kubectl("get", "--raw", f"/apis/apps/v1/namespaces/{NS}/deployments/kapp/scale")
-        return int(json.loads(out.stdout)["spec"]["replicas"])
-
+    flags = ("--hpa-selector=scaledobject.keda.sh/name=kapp", "--horizontal-pod-autoscaler-sync-period=1s")
     try:
-        wait_until(lambda: replicas() == 3, timeout=90, what="promhpa's controller to scale kapp to 3")
-        hpa = json.loads(cluster.kubectl("-n", NS, "get", "hpa", "keda-hpa-kapp", "-o", "json").stdout)
-        conditions = {c["type"]: c["reason"] for c in hpa["status"]["conditions"]}
-        assert conditions["ScalingActive"] == "ValidMetricFound"
-        assert hpa["status"]["currentMetrics"][0]["external"]["metric"]["name"] == "s0-prometheus"
+        with running_controller(cluster.kubeconfig, tmp_path / "controller.log", *flags):
+            wait_until(lambda: scale_replicas(cluster, NS, "kapp") == 3, timeout=90,
+                       what="promhpa's controller to scale kapp to 3")  # fmt: skip
+            assert hpa_conditions(cluster, NS, "keda-hpa-kapp")["ScalingActive"][1] == "ValidMetricFound"
+            status = hpa(cluster, NS, "keda-hpa-kapp")["status"]
+            assert status["currentMetrics"][0]["external"]["metric"]["name"] == "s0-prometheus"
     finally:
-        stop_process(controller)
         cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)

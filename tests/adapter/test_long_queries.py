@@ -10,15 +10,12 @@ from collections.abc import Iterator
 import pytest
 
 from localcluster import Cluster
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    Recorder,
-    register_and_start_adapter,
-    stop_adapter,
-    wait_until,
-)
+from tests.live import Live
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import Recorder
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NS, PODS = "big", 5000
@@ -38,28 +35,14 @@ def running(cluster: Cluster) -> list[str]:
 
 @pytest.fixture(scope="module")
 def proxy(prometheus: PrometheusProcess) -> Iterator[Recorder]:
-    r = Recorder(prometheus.url, max_url=8192)
-    r.start()
-    yield r
-    r.close()
+    with Recorder(prometheus.url, max_url=8192) as r:
+        yield r
 
 
 @pytest.fixture(scope="module")
-def adapter(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    proxy: Recorder,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[AdapterProcess]:
-    exporter.set(f'big_inflight{{namespace="{NS}",pod="seed"}}', 0)
-    wait_until(lambda: prometheus.query("big_inflight") != [], what="scrape")
-    url = f"http://127.0.0.1:{proxy.server.server_address[1]}"
-    a = register_and_start_adapter(
-        cluster, prometheus, tmp_path_factory.mktemp("big"), CONFIG, f"--prometheus-url={url}"
-    )
-    yield a
-    stop_adapter(a)
+def adapter(live: Live, proxy: Recorder) -> AdapterProcess:
+    live.publish({f'big_inflight{{namespace="{NS}",pod="seed"}}': 0}, "big_inflight")
+    return live.adapter(CONFIG, f"--prometheus-url={proxy.url}")
 
 
 @pytest.mark.timeout(400)

@@ -10,9 +10,12 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestServer
 
-from adapter.serving.rules_webhook import METRIC_RULES_PATH, MetricRuleReviewer, WebhookMetrics
+from adapter.serving.rules_webhook import METRIC_RULES_PATH
+from adapter.serving.rules_webhook import MetricRuleReviewer
+from adapter.serving.rules_webhook import WebhookMetrics
 from adapter.team.judging import RuleJudge
 from adapter.team.team_rules import Limits
 

@@ -11,7 +11,6 @@ import argparse
 import base64
 import json
 import ssl
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,18 +18,15 @@ import pytest
 
 from adapter.commandline import compat
 from adapter.commandline.flags import serve_parser
-from adapter.commandline.prometheus_flags import _header, prometheus_settings
+from adapter.commandline.prometheus_flags import _header
+from adapter.commandline.prometheus_flags import prometheus_settings
 from localcluster import Cluster
-from shared.tls import self_signed, server_context
-from tests.support import (
-    ROOT,
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    register_and_start_adapter,
-    stop_adapter,
-    wait_until,
-)
+from shared.tls import self_signed
+from shared.tls import server_context
+from tests.live import Live
+from tests.support import ROOT
+from tests.support import AdapterProcess
+from tests.support import wait_until
 
 RULES = Path(__file__).parent / "data" / "prometheus-community-default-config.yaml"
 SIGS_CIPHERS = (
@@ -186,31 +182,17 @@ def test_every_compatible_flag_is_on_the_migration_page() -> None:
 
 
 @pytest.fixture(scope="module")
-def community_adapter(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[AdapterProcess]:
-    exporter.set('container_memory_working_set_bytes{namespace="migr",pod="web-0",container="web"}', 2048)
-    wait_until(lambda: prometheus.query("container_memory_working_set_bytes") != [], what="scrape")
-    work = tmp_path_factory.mktemp("community")
+def community_adapter(live: Live) -> AdapterProcess:
+    live.publish({'container_memory_working_set_bytes{namespace="migr",pod="web-0",container="web"}': 2048},
+                 "container_memory_working_set_bytes")  # fmt: skip
+    work = live.folder("community")
     kubeconfig = work / "adapter.kubeconfig"  # register_and_start_adapter writes it here
     args = [a for a in COMMUNITY if a.startswith(("/adapter", "--metrics-relist", "--v="))]
-    a = register_and_start_adapter(
-        cluster,
-        prometheus,
-        work,
-        RULES.read_text(),
-        *args,
-        SIGS_CIPHERS,
-        f"--lister-kubeconfig={kubeconfig}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        "--logtostderr=true",
-    )
-    yield a
-    stop_adapter(a)
+    return live.adapter(
+        RULES.read_text(), *args, SIGS_CIPHERS, f"--lister-kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
+        "--logtostderr=true", folder=work,
+    )  # fmt: skip
 
 
 def test_community_chart_arguments_and_rules_serve_through_the_aggregator(

@@ -15,21 +15,15 @@ import json
 import ssl
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from localcluster import Cluster
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    register_and_start_adapter,
-    stop_adapter,
-    wait_until,
-)
+from tests.live import Live
+from tests.support import AdapterProcess
+from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -107,12 +101,6 @@ EXPECTED: dict[str, dict[str, int]] = {
 }
 
 
-def apply(cluster: Cluster, objects: list[dict[str, Any]]) -> None:
-    cluster.kubectl(
-        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-    )
-
-
 def running_pod(cluster: Cluster, ns: str) -> str:
     items = json.loads(cluster.kubectl("-n", ns, "get", "pods", "-l", "app=web", "-o", "json").stdout)[
         "items"
@@ -142,12 +130,8 @@ def grants(name: str, ns: str | None) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def world(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[AdapterProcess, dict[str, str], dict[str, str]]]:
+def world(live: Live) -> tuple[AdapterProcess, dict[str, str], dict[str, str]]:
+    cluster = live.cluster
     pods: dict[str, str] = {}
     for ns in (OWN, OTHER):
         cluster.kubectl("create", "namespace", ns)
@@ -155,20 +139,20 @@ def world(
     for ns in (OWN, OTHER):
         wait_until(lambda ns=ns: running_pod(cluster, ns) != "", timeout=60, what=f"a web pod in {ns}")  # type: ignore[misc]
         pods[ns] = running_pod(cluster, ns)
-        v = VALUES[ns]
-        exporter.set(f'bnd_requests{{namespace="{ns}",pod="{pods[ns]}"}}', v)
-        exporter.set(f'bnd_ns_load{{namespace="{ns}"}}', v)
-        exporter.set(f'bnd_queue{{namespace="{ns}",queue="q"}}', v)
-        exporter.set(f'bnd_cpu{{namespace="{ns}",pod="{pods[ns]}",container="web"}}', int(v) / 1000)
-    wait_until(lambda: len(prometheus.query("bnd_cpu")) == 2, what="scrape")
+        v = float(VALUES[ns])
+        live.exporter.set(f'bnd_requests{{namespace="{ns}",pod="{pods[ns]}"}}', v)
+        live.exporter.set(f'bnd_ns_load{{namespace="{ns}"}}', v)
+        live.exporter.set(f'bnd_queue{{namespace="{ns}",queue="q"}}', v)
+        live.exporter.set(f'bnd_cpu{{namespace="{ns}",pod="{pods[ns]}",container="web"}}', v / 1000)
+    live.publish({}, "bnd_cpu", count=2)
     for name in ("ns-reader", "cluster-reader", "nobody"):
         cluster.kubectl("-n", OWN, "create", "serviceaccount", name)
-    apply(cluster, grants("ns-reader", OWN) + grants("cluster-reader", None))
+    cluster.apply(grants("ns-reader", OWN) + grants("cluster-reader", None))
     tokens = {
         name: cluster.kubectl("-n", OWN, "create", "token", name).stdout.strip()
         for name in ("ns-reader", "cluster-reader", "nobody")
     }
-    a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("boundary"), CONFIG)
+    a = live.adapter(CONFIG)
 
     def routed() -> bool:  # the aggregator may still be switching from an earlier adapter
         out = cluster.kubectl("get", "--raw", EXT + f"/namespaces/{OWN}/bnd_queue", check=False)
@@ -182,12 +166,9 @@ def world(
             get(cluster.server, path, tokens[u], ctx)[0] == 200 for u in ("ns-reader", "cluster-reader")
         )
 
-    try:
-        wait_until(routed, timeout=30, what="the aggregator routing to this adapter")
-        wait_until(granted, timeout=30, what="the new RoleBindings in effect")
-        yield a, pods, tokens
-    finally:
-        stop_adapter(a)
+    wait_until(routed, timeout=30, what="the aggregator routing to this adapter")
+    wait_until(granted, timeout=30, what="the new RoleBindings in effect")
+    return a, pods, tokens
 
 
 def get(base: str, path: str, token: str, ctx: ssl.SSLContext) -> tuple[int, dict[str, Any]]:

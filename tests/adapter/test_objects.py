@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
+from collections.abc import Sequence
 
 import pytest
 
 from adapter.serving.objects import ObjectCache
 from localcluster import Cluster
 from rules.naming import PODS
-from shared.kube.client import Kube, load
+from shared.kube.client import Kube
+from shared.kube.client import load
 from shared.selectors import parse
-from tests.support import pod_manifest, wait_until
+from tests.support import pod_manifest
+from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
 NS = "objects-kept"
@@ -29,9 +32,7 @@ def pod(name: str, labels: dict[str, str]) -> dict[str, object]:
 def objects(cluster: Cluster) -> Iterator[ObjectCache]:
     cluster.kubectl("create", "namespace", NS, check=False)
     items = [pod("web-1", {"app": "web"}), pod("web-2", {"app": "web"}), pod("api-1", {"app": "api"})]
-    cluster.kubectl(
-        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
-    )
+    cluster.apply(items)
     cache = ObjectCache(Kube(load(str(cluster.kubeconfig))))
     yield cache
     cache.close()

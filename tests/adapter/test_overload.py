@@ -16,16 +16,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import (
-    ROOT,
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    external_rules,
-    start_adapter,
-    stop_adapter,
-    wait_until,
-)
+from tests.support import ROOT
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import external_rules
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,8 @@ import pytest
 from adapter.serving.providers import Providers
 from adapter.serving.registry import Registry
 from adapter.serving.requests import parse_path
-from promclient.promapi import PrometheusTimeout, Sample
+from promclient.promapi import PrometheusTimeout
+from promclient.promapi import Sample
 from rules.config import parse_config
 from tests.adapter.recorded import RecordedPrometheus
 

@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 
 from adapter.team.isolation import confine_query
-from adapter.team.query_cost import CostLimits, over_cost
+from adapter.team.query_cost import CostLimits
+from adapter.team.query_cost import over_cost
 
 LIMITS = CostLimits()
 NOW = 1_800_000_000.0

@@ -21,7 +21,10 @@ from promclient.promapi import PrometheusTimeout
 from promclient.prometheus import Prometheus
 from promclient.promsettings import PrometheusSettings
 from rules.config import parse_config
-from tests.support import Exporter, PrometheusProcess, prometheus_binary, wait_until
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import prometheus_binary
+from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
 TIMEOUT = 2.0

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
 
 PODS = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/rl/pods/p1"
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from adapter.serving.requests import BadRequest, NotFound, decode_path, parse_path, request_info
+from adapter.serving.requests import BadRequest
+from adapter.serving.requests import NotFound
+from adapter.serving.requests import decode_path
+from adapter.serving.requests import parse_path
+from adapter.serving.requests import request_info
 from rules.config import GroupResource
 
 C = "/apis/custom.metrics.k8s.io/v1beta2"

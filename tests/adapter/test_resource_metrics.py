@@ -6,7 +6,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
 
 CONFIG = """
 resourceRules:

@@ -24,18 +24,17 @@ import aiohttp
 import pytest
 
 from adapter.serving.rules_webhook import WEBHOOK_PATH
-from localcluster.pki import issue, make_ca
+from localcluster.pki import issue
+from localcluster.pki import make_ca
 from tests.netproxy import Proxy
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    external_rules,
-    free_port,
-    start_adapter,
-    stop_adapter,
-    wait_until,
-)
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import external_rules
+from tests.support import free_port
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -8,23 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    start_adapter,
-    stop_adapter,
-    wait_until,
-)
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import pods_rules
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
 
-CONFIG = """
-rules:
-- seriesQuery: '{__name__=~"^app_.*",namespace!="",pod!=""}'
-  resources:
-    overrides: {namespace: {resource: namespace}, pod: {resource: pod}}
-  name: {matches: "^app_(.*)$", as: "${1}"}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-- seriesQuery: '{__name__=~"^node_.*",node!=""}'
+CONFIG = (
+    pods_rules("app")
+    + """- seriesQuery: '{__name__=~"^node_.*",node!=""}'
   resources: {template: <<.Resource>>}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
 externalRules:
@@ -36,6 +30,7 @@ externalRules:
   resources: {namespaced: false}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'
 """
+)
 
 CUSTOM = "/apis/custom.metrics.k8s.io/v1beta2"
 EXTERNAL = "/apis/external.metrics.k8s.io/v1beta1"

@@ -26,19 +26,18 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from localcluster.promhpa import AS_PID_1, namespace_init
+from localcluster.promhpa import AS_PID_1
+from localcluster.promhpa import namespace_init
 from tests.netproxy import Proxy
-from tests.support import (
-    ROOT,
-    Exporter,
-    PrometheusProcess,
-    external_rules,
-    insecure_tls,
-    start_adapter,
-    stop_adapter,
-    stop_process,
-    wait_until,
-)
+from tests.support import ROOT
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import external_rules
+from tests.support import insecure_tls
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import stop_process
+from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
 

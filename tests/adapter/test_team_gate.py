@@ -8,7 +8,8 @@ import asyncio
 import pytest
 
 from adapter.team.query_cost import CostLimits
-from adapter.team.team_gate import TeamGate, TeamLimitError
+from adapter.team.team_gate import TeamGate
+from adapter.team.team_gate import TeamLimitError
 
 
 class Clock:

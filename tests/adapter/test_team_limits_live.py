@@ -19,18 +19,13 @@ from typing import Any
 import pytest
 
 from localcluster import Cluster
+from tests.live import Live
 from tests.netproxy import Proxy
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    apply_items,
-    external_rules,
-    install_metric_rule_crds,
-    start_adapter,
-    stop_adapter,
-    wait_until,
-)
+from tests.support import AdapterProcess
+from tests.support import PrometheusProcess
+from tests.support import external_rules
+from tests.support import install_metric_rule_crds
+from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
 NS = "limits-a"
@@ -86,33 +81,20 @@ def proxy(prometheus: PrometheusProcess) -> Iterator[Proxy]:
 
 
 @pytest.fixture(scope="module")
-def adapter(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    proxy: Proxy,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[AdapterProcess]:
-    install_metric_rule_crds(cluster)
-    cluster.kubectl("create", "namespace", NS, check=False)
-    for i in range(5):
-        exporter.set(f'wide_series{{namespace="{NS}",i="{i}"}}', i)
-    for i in range(6):
-        exporter.set(f'slow_q{i}{{namespace="{NS}"}}', i)
-    exporter.set(f'rated{{namespace="{NS}"}}', 1)
-    exporter.set(f'old_enough{{namespace="{NS}"}}', 1)
-    wait_until(lambda: len(prometheus.query("wide_series")) == 5, what="scrape")
-    a = start_adapter(
-        tmp_path_factory.mktemp("team-limits"), f"http://127.0.0.1:{proxy.port}",
-        external_rules("wide_series", by=""), "--team-rules", f"--kubeconfig={cluster.kubeconfig}",
-        "--query-cache-ttl=0s", f"--team-rule-max-series={SERIES}",
-        f"--team-rule-max-concurrent-queries={CONCURRENT}",
+def adapter(live: Live, proxy: Proxy) -> Iterator[AdapterProcess]:
+    install_metric_rule_crds(live.cluster)
+    live.cluster.kubectl("create", "namespace", NS, check=False)
+    samples = {f'wide_series{{namespace="{NS}",i="{i}"}}': i for i in range(5)}
+    samples |= {f'slow_q{i}{{namespace="{NS}"}}': i for i in range(6)}
+    samples |= {f'rated{{namespace="{NS}"}}': 1, f'old_enough{{namespace="{NS}"}}': 1}
+    live.publish(samples, "wide_series", count=5)
+    yield live.local_adapter(
+        external_rules("wide_series", by=""), "--team-rules", "--query-cache-ttl=0s",
+        f"--team-rule-max-series={SERIES}", f"--team-rule-max-concurrent-queries={CONCURRENT}",
         f"--team-rule-queries-per-second={RATE}", f"--team-rule-query-burst={BURST}",
-        "--team-rule-query-timeout=8s",
+        "--team-rule-query-timeout=8s", prometheus_url=f"http://127.0.0.1:{proxy.port}",
     )  # fmt: skip
-    yield a
-    stop_adapter(a)
-    cluster.kubectl("-n", NS, "delete", "metricrules", "--all", check=False)
+    live.cluster.kubectl("-n", NS, "delete", "metricrules", "--all", check=False)
 
 
 def served(a: AdapterProcess, metric: str) -> bool:
@@ -122,7 +104,7 @@ def served(a: AdapterProcess, metric: str) -> bool:
 def test_an_answer_over_the_series_limit_is_refused_and_said_on_the_rule(
     cluster: Cluster, adapter: AdapterProcess
 ) -> None:
-    apply_items(cluster, [rule("wide", "wide_series"), rule("narrow", "sum(wide_series)")])
+    cluster.apply([rule("wide", "wide_series"), rule("narrow", "sum(wide_series)")])
     wait_until(lambda: served(adapter, "wide") and served(adapter, "narrow"), timeout=10, what="served")
     time.sleep(1.1)  # a fresh second of the namespace's rate
     code, body, _ = get(adapter, path("wide"))
@@ -143,7 +125,7 @@ def test_no_more_than_the_limit_of_a_namespaces_queries_reach_prometheus_at_once
 ) -> None:
     """Six different rules asked at once while Prometheus takes 1 s per answer: at most
     ``CONCURRENT`` are sent at a time, and every one is answered within the time limit."""
-    apply_items(cluster, [rule(f"slow-{i}", f"sum(slow_q{i})") for i in range(6)])
+    cluster.apply([rule(f"slow-{i}", f"sum(slow_q{i})") for i in range(6)])
     wait_until(lambda: all(served(adapter, f"slow_{i}") for i in range(6)), timeout=10, what="served")
     time.sleep(BURST / RATE)  # the namespace's bucket full again
     codes: list[int] = []
@@ -169,7 +151,7 @@ def test_no_more_than_the_limit_of_a_namespaces_queries_reach_prometheus_at_once
 def test_a_namespace_past_its_rate_is_told_to_retry_and_prometheus_sees_no_more(
     cluster: Cluster, adapter: AdapterProcess, prometheus: PrometheusProcess
 ) -> None:
-    apply_items(cluster, [rule("rated", "sum(rated)")])
+    cluster.apply([rule("rated", "sum(rated)")])
     wait_until(lambda: served(adapter, "rated"), timeout=10, what="served")
     time.sleep(BURST / RATE)
     before, t0 = queries_sent(prometheus), time.monotonic()
@@ -202,7 +184,7 @@ def test_a_query_over_a_cost_limit_is_invalid_and_never_sent(
 ) -> None:
     name = "costly-" + flag.rsplit("-", 1)[1]
     before = queries_sent(prometheus)
-    apply_items(cluster, [rule(name, query)])
+    cluster.apply([rule(name, query)])
     wait_until(
         lambda: condition(cluster, name, "Accepted").get("reason") == "Invalid", timeout=5, what="Invalid"
     )

@@ -13,21 +13,17 @@ from typing import Any
 import pytest
 
 from localcluster import Cluster
+from tests.live import Live
+from tests.live import running_controller
+from tests.live import scale_replicas
 from tests.netproxy import Proxy
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    apply_items,
-    external_rules,
-    install_metric_rule_crds,
-    register_and_start_adapter,
-    start_adapter,
-    start_controller_process,
-    stop_adapter,
-    stop_process,
-    wait_until,
-)
+from tests.support import AdapterProcess
+from tests.support import PrometheusProcess
+from tests.support import external_rules
+from tests.support import install_metric_rule_crds
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,44 +66,27 @@ def accepted(cluster: Cluster, name: str, ns: str = A) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def adapter(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[AdapterProcess]:
+def adapter(live: Live) -> Iterator[AdapterProcess]:
+    cluster = live.cluster
     install_metric_rule_crds(cluster)
+    samples = {'file_queue{namespace="team-a",queue="q"}': 1.0}
     for ns in (A, B):
         cluster.kubectl("create", "namespace", ns, check=False)
-        exporter.set(f'jobs_waiting{{namespace="{ns}",queue="q"}}', OURS if ns == A else THEIRS)
-        exporter.set(f'team_load{{namespace="{ns}",pod="p1"}}', 3 if ns == A else THEIRS)
-    exporter.set('file_queue{namespace="team-a",queue="q"}', 1)
-    wait_until(
-        lambda: (
-            len(prometheus.query("jobs_waiting")) == 2
-            and prometheus.query("file_queue")
-            and len(prometheus.query("team_load")) == 2
-        ),
-        what="scrape",
-    )
-    work = tmp_path_factory.mktemp("team-rules")
-    a = register_and_start_adapter(
-        cluster, prometheus, work, external_rules("file_queue", by=""), "--team-rules", "--query-cache-ttl=0s"
-    )
-    wait_until(
-        lambda: external(cluster, A, "file_queue")[0] == 200,
-        timeout=60,
-        what="the adapter behind the aggregator",
-    )
+        samples[f'jobs_waiting{{namespace="{ns}",queue="q"}}'] = OURS if ns == A else THEIRS
+        samples[f'team_load{{namespace="{ns}",pod="p1"}}'] = 3 if ns == A else THEIRS
+    live.publish(samples, "jobs_waiting", count=2)
+    live.publish({}, "team_load", count=2)
+    a = live.adapter(external_rules("file_queue", by=""), "--team-rules", "--query-cache-ttl=0s")
+    wait_until(lambda: external(cluster, A, "file_queue")[0] == 200, timeout=60,
+               what="the adapter behind the aggregator")  # fmt: skip
     yield a
-    stop_adapter(a)
     cluster.kubectl("delete", "metricrules", "--all", "-A", check=False)
 
 
 def test_a_new_rule_is_served_within_five_seconds_and_says_so_on_its_status(
     cluster: Cluster, adapter: AdapterProcess
 ) -> None:
-    apply_items(cluster, [rule("jobs", "jobs_waiting", "sum by (queue) (jobs_waiting)")])
+    cluster.apply([rule("jobs", "jobs_waiting", "sum by (queue) (jobs_waiting)")])
     t0 = time.monotonic()
     wait_until(lambda: values(cluster, A, "jobs_waiting") is not None, timeout=5, what="served")
     print(f"served {time.monotonic() - t0:.2f}s after create")
@@ -117,7 +96,7 @@ def test_a_new_rule_is_served_within_five_seconds_and_says_so_on_its_status(
 
 
 def test_a_teams_rule_is_not_served_in_another_namespace(cluster: Cluster, adapter: AdapterProcess) -> None:
-    apply_items(cluster, [rule("jobs", "jobs_waiting", "sum by (queue) (jobs_waiting)")])
+    cluster.apply([rule("jobs", "jobs_waiting", "sum by (queue) (jobs_waiting)")])
     wait_until(lambda: values(cluster, A, "jobs_waiting") is not None, timeout=10, what="served in team-a")
     assert external(cluster, B, "jobs_waiting")[0] == 404
 
@@ -125,9 +104,7 @@ def test_a_teams_rule_is_not_served_in_another_namespace(cluster: Cluster, adapt
 def test_a_query_reaching_for_another_namespace_reads_only_its_own(
     cluster: Cluster, adapter: AdapterProcess
 ) -> None:
-    apply_items(
-        cluster, [rule("grab", "grab", 'max({__name__=~"jobs_.*", namespace=~".*"}) or on() vector(0)')]
-    )
+    cluster.apply([rule("grab", "grab", 'max({__name__=~"jobs_.*", namespace=~".*"}) or on() vector(0)')])
     wait_until(lambda: values(cluster, A, "grab") is not None, timeout=10, what="served")
     assert values(cluster, A, "grab") == [OURS]
 
@@ -135,7 +112,7 @@ def test_a_query_reaching_for_another_namespace_reads_only_its_own(
 def test_the_file_form_discovers_its_metrics_and_serves_them_confined(
     cluster: Cluster, adapter: AdapterProcess
 ) -> None:
-    apply_items(cluster, [{
+    cluster.apply([{
         "apiVersion": "promhpa.io/v1alpha1", "kind": "MetricRule",
         "metadata": {"name": "discovered", "namespace": A},
         "spec": {
@@ -155,7 +132,7 @@ def test_the_file_form_discovers_its_metrics_and_serves_them_confined(
 
 
 def test_the_custom_form_serves_its_namespaces_pods_only(cluster: Cluster, adapter: AdapterProcess) -> None:
-    apply_items(cluster, [{
+    cluster.apply([{
         "apiVersion": "promhpa.io/v1alpha1", "kind": "MetricRule",
         "metadata": {"name": "pods-load", "namespace": A},
         "spec": {
@@ -180,9 +157,9 @@ def test_the_custom_form_serves_its_namespaces_pods_only(cluster: Cluster, adapt
 
 
 def test_a_valid_edit_takes_effect_at_once(cluster: Cluster, adapter: AdapterProcess) -> None:
-    apply_items(cluster, [rule("twice", "doubled", "sum(jobs_waiting)")])
+    cluster.apply([rule("twice", "doubled", "sum(jobs_waiting)")])
     wait_until(lambda: values(cluster, A, "doubled") == [OURS], timeout=10, what="served")
-    apply_items(cluster, [rule("twice", "doubled", "sum(jobs_waiting) * 2")])
+    cluster.apply([rule("twice", "doubled", "sum(jobs_waiting) * 2")])
     t0 = time.monotonic()
     wait_until(lambda: values(cluster, A, "doubled") == [2 * OURS], timeout=5, what="the edit served")
     print(f"edit served {time.monotonic() - t0:.2f}s after apply")
@@ -191,9 +168,9 @@ def test_a_valid_edit_takes_effect_at_once(cluster: Cluster, adapter: AdapterPro
 def test_an_edit_to_invalid_keeps_the_last_good_version_serving(
     cluster: Cluster, adapter: AdapterProcess
 ) -> None:
-    apply_items(cluster, [rule("edit", "edited", "sum(jobs_waiting)")])
+    cluster.apply([rule("edit", "edited", "sum(jobs_waiting)")])
     wait_until(lambda: values(cluster, A, "edited") == [OURS], timeout=10, what="served")
-    apply_items(cluster, [rule("edit", "edited", "sum(jobs_waiting")])
+    cluster.apply([rule("edit", "edited", "sum(jobs_waiting")])
     wait_until(lambda: accepted(cluster, "edit").get("reason") == "Invalid", timeout=10, what="Invalid")
     verdict = accepted(cluster, "edit")
     assert verdict["status"] == "False"
@@ -203,7 +180,7 @@ def test_an_edit_to_invalid_keeps_the_last_good_version_serving(
 
 
 def test_deleting_a_rule_removes_its_metric(cluster: Cluster, adapter: AdapterProcess) -> None:
-    apply_items(cluster, [rule("gone", "going", "sum(jobs_waiting)")])
+    cluster.apply([rule("gone", "going", "sum(jobs_waiting)")])
     wait_until(lambda: values(cluster, A, "going") is not None, timeout=10, what="served")
     cluster.kubectl("-n", A, "delete", "metricrule", "gone")
     wait_until(lambda: external(cluster, A, "going")[0] == 404, timeout=5, what="gone")
@@ -212,7 +189,7 @@ def test_deleting_a_rule_removes_its_metric(cluster: Cluster, adapter: AdapterPr
 def test_a_name_the_rule_file_serves_is_a_conflict_on_the_rule_never_a_silent_winner(
     cluster: Cluster, adapter: AdapterProcess
 ) -> None:
-    apply_items(cluster, [rule("clash", "file_queue", "sum(jobs_waiting)")])
+    cluster.apply([rule("clash", "file_queue", "sum(jobs_waiting)")])
     wait_until(lambda: accepted(cluster, "clash").get("reason") == "Conflict", timeout=10, what="Conflict")
     assert "rule file" in accepted(cluster, "clash")["message"]
     assert values(cluster, A, "file_queue") == [1.0]  # the file's rule still answers
@@ -229,7 +206,7 @@ def test_the_api_server_refuses_a_rule_with_both_forms(cluster: Cluster, adapter
 def test_kubectl_explains_the_spec_and_shows_the_columns(cluster: Cluster, adapter: AdapterProcess) -> None:
     explained = cluster.kubectl("explain", "metricrule.spec").stdout
     assert "confined to the rule's namespace" in " ".join(explained.split())
-    apply_items(cluster, [rule("jobs", "jobs_waiting", "sum by (queue) (jobs_waiting)")])
+    cluster.apply([rule("jobs", "jobs_waiting", "sum by (queue) (jobs_waiting)")])
     wait_until(lambda: accepted(cluster, "jobs").get("status") == "True", timeout=10, what="Accepted")
     table = cluster.kubectl("-n", A, "get", "metricrules").stdout.splitlines()
     assert table[0].split() == ["NAME", "METRIC", "KIND", "ACCEPTED", "AGE"]
@@ -260,13 +237,13 @@ def test_an_hpa_scales_on_a_teams_metric_within_one_sync_period(
         if form == "direct"
         else file_form_rule(f"{form}-jobs", metric)
     )
-    apply_items(cluster, [made])
+    cluster.apply([made])
     wait_until(lambda: values(cluster, A, metric) == [OURS], timeout=10, what="served")
     worker = f"worker-{form}"
     cluster.kubectl(
         "-n", A, "create", "deployment", worker, "--image=example.invalid/w", "--replicas=1", check=False
     )
-    apply_items(cluster, [{
+    cluster.apply([{
         "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": worker, "namespace": A},
         "spec": {
@@ -278,21 +255,13 @@ def test_an_hpa_scales_on_a_teams_metric_within_one_sync_period(
             }}],
         },
     }])  # fmt: skip
-    controller = start_controller_process(
+    with running_controller(
         cluster.kubeconfig, tmp_path / "controller.log", "--horizontal-pod-autoscaler-sync-period=2s"
-    )
-    try:
-
-        def replicas() -> int:
-            out = cluster.kubectl("-n", A, "get", "deployment", worker, "-o", "jsonpath={.spec.replicas}")
-            return int(out.stdout or 0)
-
+    ):
+        # the first reconcile and one period
         wait_until(
-            lambda: replicas() == 4, timeout=30, what="ceil(7 / 2) = 4 replicas"
-        )  # first reconcile + one period
-    finally:
-        stop_process(controller)
-        print((tmp_path / "controller.log").read_text()[-2000:])
+            lambda: scale_replicas(cluster, A, worker) == 4, timeout=30, what="ceil(7 / 2) = 4 replicas"
+        )
 
 
 def test_a_teams_query_past_its_time_limit_is_a_504_naming_the_limit(
@@ -309,7 +278,7 @@ def test_a_teams_query_past_its_time_limit_is_a_504_naming_the_limit(
     )  # fmt: skip
     path = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{A}/slow_jobs"
     try:
-        apply_items(cluster, [rule("slow", "slow_jobs", "sum(jobs_waiting)")])
+        cluster.apply([rule("slow", "slow_jobs", "sum(jobs_waiting)")])
         wait_until(lambda: slow.get(path)[0] == 200, timeout=10, what="served without delay")
         proxy.delay = 3.0
         t0 = time.monotonic()

@@ -8,7 +8,6 @@ Status) come back as they were, and a stopped upstream fails only its own metric
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import urllib.error
@@ -21,26 +20,28 @@ from typing import Any
 import pytest
 
 from localcluster import Cluster
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    apply_items,
-    external_metric_app,
-    external_rules,
-    insecure_tls,
-    prometheus_adapter_binary,
-    register_and_start_adapter,
-    start_controller_process,
-    start_prometheus_adapter,
-    stop_adapter,
-    stop_process,
-    wait_until,
-)
+from localcluster.manifests import binding
+from localcluster.manifests import cluster_role
+from tests.live import Live
+from tests.live import adapter_token
+from tests.live import running_controller
+from tests.live import scale_replicas
+from tests.live import try_get
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import external_metric_app
+from tests.support import external_rules
+from tests.support import insecure_tls
+from tests.support import prometheus_adapter_binary
+from tests.support import start_prometheus_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NS = "mux"
 API = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NS}"
+METRICS_APIS = ["external.metrics.k8s.io", "custom.metrics.k8s.io"]
 
 
 @dataclass
@@ -56,54 +57,30 @@ def reader_rbac(cluster: Cluster) -> str:
     objs: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "reader", "namespace": NS}},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": "mux-metrics-reader"},
-            "rules": [
-                {
-                    "apiGroups": ["external.metrics.k8s.io", "custom.metrics.k8s.io"],
-                    "resources": ["*"],
-                    "verbs": ["get", "list"],
-                },
-                {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
-            ],
-        },
+        cluster_role(
+            "mux-metrics-reader",
+            (METRICS_APIS, ["*"], ["get", "list"]),
+            {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
+        ),
     ]
-    for ns, sa in (("promhpa", "promhpa-adapter"), (NS, "reader")):
-        objs.append(
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRoleBinding",
-                "metadata": {"name": f"mux-metrics-reader-{sa}"},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": "mux-metrics-reader",
-                },
-                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
-            }
-        )
-    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    objs += [binding(f"mux-metrics-reader-{sa}", "mux-metrics-reader", ns, sa)
+             for ns, sa in (("promhpa", "promhpa-adapter"), (NS, "reader"))]  # fmt: skip
+    cluster.apply(objs)
     return cluster.kubectl("-n", NS, "create", "token", "reader", "--duration=1h").stdout.strip()
 
 
 @pytest.fixture(scope="module")
-def setup(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Setup]:
+def setup(live: Live) -> Iterator[Setup]:
     prometheus_adapter_binary()
-    work = tmp_path_factory.mktemp("upstreams")
-    exporter.set(f'ph_queue_depth{{namespace="{NS}",queue="q"}}', 5)
-    exporter.set(f'pa_queue_depth{{namespace="{NS}",queue="q"}}', 5)
-    wait_until(lambda: prometheus.query("pa_queue_depth") != [], what="scrape")
+    cluster, prometheus, work = live.cluster, live.prometheus, live.folder("upstreams")
+    live.publish(
+        {f'{p}_queue_depth{{namespace="{NS}",queue="q"}}': 5 for p in ("ph", "pa")}, "pa_queue_depth"
+    )
     token = reader_rbac(cluster)
     upstream = start_prometheus_adapter(
         cluster, work / "pa", prometheus.url, external_rules("pa_queue_depth", by="")
     )
+    live.on_exit(lambda: stop_adapter(upstream))
     rules = (
         external_rules("ph_queue_depth", by="")
         + f"""
@@ -111,31 +88,18 @@ upstreams:
 - name: pa
   url: https://127.0.0.1:{upstream.port}
   insecureSkipTLSVerify: true
-  bearerTokenFile: {work / "promhpa-token"}
+  bearerTokenFile: {adapter_token(cluster, work / "promhpa-token")}
   timeout: 3s
   external: ['^pa_.*$']
 """
     )
-    # the ServiceAccount promhpa's adapter runs as: its own token is what goes upstream
-    cluster.kubectl("create", "namespace", "promhpa", check=False)
-    cluster.kubectl("-n", "promhpa", "create", "serviceaccount", "promhpa-adapter", check=False)
-    (work / "promhpa-token").write_text(
-        cluster.kubectl("-n", "promhpa", "create", "token", "promhpa-adapter", "--duration=1h").stdout.strip()
-    )
-    ours = register_and_start_adapter(cluster, prometheus, work, rules, "--upstream-discovery-interval=1s")
-    try:
-        yield Setup(ours, upstream, token)
-    finally:
-        stop_adapter(ours)
-        stop_adapter(upstream)
-        cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
+    ours = live.adapter(rules, "--upstream-discovery-interval=1s", folder=work)
+    yield Setup(ours, upstream, token)
+    cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
 
 
-def raw(cluster: Cluster, path: str) -> tuple[int, dict[str, Any] | str]:
-    out = cluster.kubectl("get", "--raw", path, check=False)
-    if out.returncode == 0:
-        return 0, json.loads(out.stdout)
-    return out.returncode, out.stderr
+def raw(cluster: Cluster, path: str) -> tuple[int, Any]:
+    return try_get(cluster, path)
 
 
 def test_discovery_lists_both_providers_metrics(cluster: Cluster, setup: Setup) -> None:
@@ -166,24 +130,19 @@ def test_an_hpa_on_each_providers_metric_scales(
     objs: list[dict[str, Any]] = []
     for prefix in ("ph", "pa"):
         objs += external_metric_app(NS, f"{prefix}-app", f"{prefix}_queue_depth", labels={"mux": "true"})
-    apply_items(cluster, objs)
+    cluster.apply(objs)
     for prefix in ("ph", "pa"):
         exporter.set(f'{prefix}_queue_depth{{namespace="{NS}",queue="q"}}', 30)  # 30 / 10 per pod: 3 pods
-    controller = start_controller_process(
-        cluster.kubeconfig, tmp_path / "controller.log", "--hpa-selector=mux",
-        "--horizontal-pod-autoscaler-sync-period=1s", "--log-format=console",
-    )  # fmt: skip
+    flags = ("--hpa-selector=mux", "--horizontal-pod-autoscaler-sync-period=1s")
 
     def replicas(name: str) -> int:
-        out = cluster.kubectl("get", "--raw", f"/apis/apps/v1/namespaces/{NS}/deployments/{name}/scale")
-        return int(json.loads(out.stdout)["spec"]["replicas"])
+        return scale_replicas(cluster, NS, name)
 
     try:
-        wait_until(
-            lambda: replicas("ph-app") == 3 and replicas("pa-app") == 3, timeout=90, what="both scaled to 3"
-        )
+        with running_controller(cluster.kubeconfig, tmp_path / "controller.log", *flags):
+            wait_until(lambda: replicas("ph-app") == 3 and replicas("pa-app") == 3, timeout=90,
+                       what="both scaled to 3")  # fmt: skip
     finally:
-        stop_process(controller)
         for prefix in ("ph", "pa"):
             exporter.set(f'{prefix}_queue_depth{{namespace="{NS}",queue="q"}}', 5)
 

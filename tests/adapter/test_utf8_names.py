@@ -13,7 +13,12 @@ from collections.abc import Iterator
 import pytest
 
 from localcluster.tools import prometheus_major
-from tests.support import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
 
 pytestmark = pytest.mark.skipif(prometheus_major() != "3", reason="UTF-8 names need Prometheus 3")
 CONFIG = """

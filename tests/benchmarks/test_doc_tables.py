@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_controller, scale_adapter, scale_controller, side_by_side
-from benchmarks.doc_tables import SectionError, markers, render, section, update_section
+from benchmarks import bench_controller
+from benchmarks import scale_adapter
+from benchmarks import scale_controller
+from benchmarks import side_by_side
+from benchmarks.doc_tables import SectionError
+from benchmarks.doc_tables import markers
+from benchmarks.doc_tables import render
+from benchmarks.doc_tables import section
+from benchmarks.doc_tables import update_section
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = [

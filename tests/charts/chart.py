@@ -10,7 +10,9 @@ from typing import Any
 
 import yaml
 
-from localcluster import Binaries, Cluster, cache_bin
+from localcluster import Binaries
+from localcluster import Cluster
+from localcluster import cache_bin
 from tests.support import missing
 
 ROOT = Path(__file__).resolve().parents[2]

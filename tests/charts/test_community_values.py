@@ -15,21 +15,24 @@ import yaml
 
 from localcluster import Cluster
 from localcluster.manifests import adapter_manifests
+from localcluster.manifests import hpa_manifest
+from localcluster.manifests import pods_metric
 from rules.config import parse_config
-from tests.charts.chart import CHART, helm, of_kind, render
-from tests.support import (
-    ROOT,
-    Exporter,
-    PrometheusProcess,
-    free_port,
-    prometheus_adapter_binary,
-    register_and_start_adapter,
-    start_hpa_only_kcm,
-    start_prometheus_adapter,
-    stop_adapter,
-    stop_process,
-    wait_until,
-)
+from tests.charts.chart import CHART
+from tests.charts.chart import helm
+from tests.charts.chart import of_kind
+from tests.charts.chart import render
+from tests.support import ROOT
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import free_port
+from tests.support import prometheus_adapter_binary
+from tests.support import register_and_start_adapter
+from tests.support import start_hpa_only_kcm
+from tests.support import start_prometheus_adapter
+from tests.support import stop_adapter
+from tests.support import stop_process
+from tests.support import wait_until
 
 COMMUNITY = CHART / "ci" / "prometheus-adapter-chart-values.yaml"
 
@@ -162,25 +165,7 @@ def test_the_migration_page_maps_every_community_value() -> None:
 # -- live ---------------------------------------------------------------------------------
 
 NS = "community"
-HPA = {
-    "apiVersion": "autoscaling/v2",
-    "kind": "HorizontalPodAutoscaler",
-    "metadata": {"name": "web", "namespace": NS},
-    "spec": {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-        "minReplicas": 1,
-        "maxReplicas": 5,
-        "metrics": [
-            {
-                "type": "Pods",
-                "pods": {
-                    "metric": {"name": "queue_items"},
-                    "target": {"type": "AverageValue", "averageValue": "10"},
-                },
-            }
-        ],
-    },
-}
+HPA = hpa_manifest(NS, "web", pods_metric("queue_items", "10"), max_replicas=5)
 
 
 def hpa_reads(cluster: Cluster, value: str) -> bool:
@@ -224,9 +209,7 @@ def test_hpas_that_worked_on_prometheus_adapter_work_on_promhpa_installed_with_i
     pa_apis = adapter_manifests(
         "monitoring", "pa", pa.port, (tmp_path / "pa" / "pa-certs" / "apiserver.crt").read_bytes()
     )
-    cluster.kubectl(
-        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": pa_apis})
-    )
+    cluster.apply(pa_apis)
     kcm = start_hpa_only_kcm(
         cluster, tmp_path / "kcm.log", free_port(), "--horizontal-pod-autoscaler-sync-period=2s"
     )

@@ -10,12 +10,14 @@ those grants is taken away in turn and the controller must say what is missing; 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,22 +25,27 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster import Cluster, service_account_kubeconfig
-from tests.charts.chart import CHART, helm
+from localcluster import Cluster
+from localcluster import service_account_kubeconfig
+from localcluster.manifests import external_metric
+from localcluster.manifests import hpa_manifest
+from tests.charts.chart import CHART
+from tests.charts.chart import helm
 from tests.charts.chart import render as render_chart
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    cpu_deployment,
-    free_port,
-    leader_identity,
-    start_adapter,
-    start_controller_process,
-    stop_adapter,
-    stop_process,
-    wait_until,
-)
+from tests.live import Controller
+from tests.live import hpa
+from tests.live import running_controller
+from tests.live import scale_replicas
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import cpu_deployment
+from tests.support import free_port
+from tests.support import leader_identity
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import stop_process
+from tests.support import wait_until
 from tests.test_doc_commands import COMMANDS
 
 pytestmark = pytest.mark.cluster
@@ -313,13 +320,11 @@ def running(cluster: Cluster, app: str) -> list[str]:
 
 
 def replicas(cluster: Cluster, app: str) -> int:
-    path = f"/apis/apps/v1/namespaces/{APP_NS}/deployments/{app}/scale"
-    return int(json.loads(cluster.kubectl("get", "--raw", path).stdout)["spec"]["replicas"])
+    return scale_replicas(cluster, APP_NS, app)
 
 
 def condition(cluster: Cluster, name: str, ctype: str) -> tuple[str, str]:
-    hpa = json.loads(cluster.kubectl("-n", APP_NS, "get", "hpa", name, "-o", "json").stdout)
-    for c in hpa.get("status", {}).get("conditions", []):
+    for c in hpa(cluster, APP_NS, name).get("status", {}).get("conditions", []):
         if c["type"] == ctype:
             return f"{c['status']}/{c['reason']}", str(c.get("message", ""))
     return "absent", ""
@@ -333,67 +338,38 @@ def workloads(cluster: Cluster, exporter: Exporter, release: Release) -> None:
     wait_until(lambda: len(running(cluster, "work")) == 1 and len(running(cluster, "cpu")) == 1, what="pods")
     for name in running(cluster, "cpu"):
         exporter.set(f'chart_container_cpu_cores{{namespace="{APP_NS}",pod="{name}",container="main"}}', 0.05)
+    cpu = {
+        "type": "Resource",
+        "resource": {"name": "cpu", "target": {"type": "AverageValue", "averageValue": "500m"}},
+    }
+    queue = external_metric("chart_queue_depth", "5", {"queue": "jobs"})
     hpas = [
-        ("work", {"type": "External", "external": {
-            "metric": {"name": "chart_queue_depth", "selector": {"matchLabels": {"queue": "jobs"}}},
-            "target": {"type": "AverageValue", "averageValue": "5"},
-        }}),
-        ("cpu", {"type": "Resource", "resource": {
-            "name": "cpu", "target": {"type": "AverageValue", "averageValue": "500m"},
-        }}),
-    ]  # fmt: skip
-    for name, metric in hpas:
-        cluster.kubectl(
-            "apply",
-            "-f",
-            "-",
-            input=json.dumps(
-                {
-                    "apiVersion": "autoscaling/v2",
-                    "kind": "HorizontalPodAutoscaler",
-                    "metadata": {"name": name, "namespace": APP_NS},
-                    "spec": {
-                        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-                        "minReplicas": 1,
-                        "maxReplicas": 4,
-                        "metrics": [metric],
-                    },
-                }
-            ),
-        )
+        hpa_manifest(APP_NS, "work", queue, max_replicas=4),
+        hpa_manifest(APP_NS, "cpu", cpu, max_replicas=4),
+    ]
+    cluster.apply(hpas)
 
 
-class Controller:
+CHART_CONTROLLER = (
+    "--horizontal-pod-autoscaler-sync-period=1s",
+    "--horizontal-pod-autoscaler-downscale-stabilization=0s",
+    "--leader-elect",
+    f"--leader-elect-resource-namespace={NS}",
+    f"--leader-elect-resource-name={CONTROLLER}",
+)
+
+
+def chart_controller(cluster: Cluster, work: Path) -> contextlib.AbstractContextManager[Controller]:
     """The controller as the chart deploys it (leader election on the chart's Lease), with the
     chart ServiceAccount's token."""
-
-    def __init__(self, cluster: Cluster, work: Path) -> None:
-        kubeconfig = service_account_kubeconfig(cluster, NS, CONTROLLER, work / "controller.kubeconfig")
-        self.log = work / f"controller-{free_port()}.log"
-        self.proc = start_controller_process(
-            kubeconfig,
-            self.log,
-            "--horizontal-pod-autoscaler-sync-period=1s",
-            "--horizontal-pod-autoscaler-downscale-stabilization=0s",
-            "--leader-elect",
-            f"--leader-elect-resource-namespace={NS}",
-            f"--leader-elect-resource-name={CONTROLLER}",
-            "--log-format=console",
-        )
-
-    def text(self) -> str:
-        return self.log.read_text()
-
-    def stop(self) -> None:
-        stop_process(self.proc)
+    kubeconfig = service_account_kubeconfig(cluster, NS, CONTROLLER, work / "controller.kubeconfig")
+    return running_controller(kubeconfig, work / f"controller-{free_port()}.log", *CHART_CONTROLLER)
 
 
 @pytest.fixture
 def controller(cluster: Cluster, release: Release, workloads: None) -> Iterator[Controller]:
-    c = Controller(cluster, release.work)
-    yield c
-    c.stop()
-    print(c.text()[-3000:])
+    with chart_controller(cluster, release.work) as c:
+        yield c
 
 
 def test_controller_with_the_charts_rbac_reconciles(
@@ -421,14 +397,14 @@ def test_controller_with_the_charts_rbac_reconciles(
     )
     lease = json.loads(cluster.kubectl("-n", NS, "get", "lease", CONTROLLER, "-o", "json").stdout)
     assert lease["spec"]["holderIdentity"] == leader_identity(controller.log)
-    controller.stop()  # SIGTERM: a clean stop hands the Lease over at once
+    stop_process(controller.proc)  # SIGTERM: a clean stop hands the Lease over at once
     assert controller.proc.returncode == 0
     lease = json.loads(cluster.kubectl("-n", NS, "get", "lease", CONTROLLER, "-o", "json").stdout)
     assert "holderIdentity" not in lease["spec"]
 
 
 def log_says(*words: str) -> Callable[[Cluster, Controller], bool]:
-    return lambda cluster, c: all(w in c.text() for w in words)
+    return lambda cluster, c: all(w in c.log.read_text() for w in words)
 
 
 def condition_says(hpa: str, ctype: str, state: str) -> Callable[[Cluster, Controller], bool]:
@@ -537,21 +513,20 @@ def test_controller_says_what_is_missing_when_a_grant_is_removed(
     role.pop("status", None)
     role["metadata"].pop("resourceVersion", None)
     cluster.kubectl("replace", "-f", "-", input=json.dumps({**role, "rules": kept}))
-    c = None
     try:
         wait_until(lambda: not can_i(cluster, removal.can_i), what="the grant removed")
-        c = Controller(cluster, release.work)
-        if removal.bump:
-            wait_until(lambda: "became leader" in c.text(), timeout=30, what="leadership")
-            exporter.set(
-                f'chart_queue_depth{{namespace="{APP_NS}",queue="jobs"}}',
-                20 if replicas(cluster, "work") != 4 else 10,
+        with chart_controller(cluster, release.work) as c:
+            if removal.bump:
+                wait_until(lambda: "became leader" in c.log.read_text(), timeout=30, what="leadership")
+                exporter.set(
+                    f'chart_queue_depth{{namespace="{APP_NS}",queue="jobs"}}',
+                    20 if replicas(cluster, "work") != 4 else 10,
+                )
+            wait_until(
+                lambda: removal.failure(cluster, c), timeout=45, what=f"a clear failure without {case}"
             )
-        wait_until(lambda: removal.failure(cluster, c), timeout=45, what=f"a clear failure without {case}")
-        assert c.proc.poll() is None, "the controller keeps running so a fixed grant takes effect"
+            assert c.proc.poll() is None, "the controller keeps running so a fixed grant takes effect"
     finally:
-        if c is not None:
-            c.stop()
         cluster.kubectl("replace", "-f", "-", input=json.dumps(role))
         wait_until(lambda: can_i(cluster, removal.can_i), what="the grant restored")
 

@@ -24,22 +24,22 @@ import pytest
 import yaml
 
 from localcluster import Cluster
+from localcluster.manifests import binding
+from localcluster.manifests import cluster_role
+from localcluster.manifests import hpa_manifest
+from localcluster.manifests import pods_metric
 from localcluster.prometheus import PrometheusProcess as Prom
-from tests.charts.chart import CHART, of_kind, render
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    free_port,
-    insecure_tls,
-    prefixed_rules,
-    prometheus_binary,
-    register_and_start_adapter,
-    start_controller_process,
-    stop_adapter,
-    stop_process,
-    wait_until,
-)
+from tests.charts.chart import CHART
+from tests.charts.chart import of_kind
+from tests.charts.chart import render
+from tests.live import Live
+from tests.support import AdapterProcess
+from tests.support import PrometheusProcess
+from tests.support import free_port
+from tests.support import insecure_tls
+from tests.support import prefixed_rules
+from tests.support import prometheus_binary
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NS = "obs"
@@ -97,43 +97,20 @@ class Traffic(threading.Thread):
 
 
 @pytest.fixture(scope="module")
-def setup(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Setup]:
-    work = tmp_path_factory.mktemp("observability")
+def setup(live: Live) -> Iterator[Setup]:
+    cluster, work = live.cluster, live.folder("observability")
     cluster.kubectl("create", "namespace", NS, check=False)
     cluster.kubectl("-n", NS, "create", "deployment", "web", "--image=example.invalid/w", "--replicas=1")
-    exporter.set(f'obs_queue_depth{{namespace="{NS}",queue="jobs"}}', 3)
-    exporter.set(f'obs_requests{{namespace="{NS}",pod="seed"}}', 0)
-    wait_until(lambda: prometheus.query("obs_queue_depth") != [], what="scrape")
-    adapter = register_and_start_adapter(cluster, prometheus, work, CONFIG)
+    live.publish({f'obs_queue_depth{{namespace="{NS}",queue="jobs"}}': 3,
+                  f'obs_requests{{namespace="{NS}",pod="seed"}}': 0}, "obs_queue_depth")  # fmt: skip
+    adapter = live.adapter(CONFIG, folder=work)
     # the scraper: a ServiceAccount allowed to GET /metrics, as the chart grants Prometheus
     scraper = [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "scraper", "namespace": NS}},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": "obs-scraper"},
-            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "obs-scraper"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": "obs-scraper",
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": NS}],
-        },
+        cluster_role("obs-scraper", {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}),
+        binding("obs-scraper", "obs-scraper", NS, "scraper"),
     ]
-    cluster.kubectl(
-        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": scraper})
-    )
+    cluster.apply(scraper)
     token = cluster.kubectl("-n", NS, "create", "token", "scraper", "--duration=1h").stdout.strip()
     (work / "token").write_text(token)
     docs = render(
@@ -158,35 +135,11 @@ def setup(
     # the HPA and its controller
     wait_until(lambda: "Running" in cluster.kubectl("-n", NS, "get", "pods").stdout, timeout=60, what="a pod")
     for pod in cluster.kubectl("-n", NS, "get", "pods", "-o", "name").stdout.split():
-        exporter.set(f'obs_requests{{namespace="{NS}",pod="{pod.split("/")[1]}"}}', 5)
-    hpa = {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": "web", "namespace": NS, "labels": {"obs": "true"}},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-            "minReplicas": 1,
-            "maxReplicas": 3,
-            "metrics": [
-                {
-                    "type": "Pods",
-                    "pods": {
-                        "metric": {"name": "requests"},
-                        "target": {"type": "AverageValue", "averageValue": "10"},
-                    },
-                }
-            ],
-        },
-    }
+        live.exporter.set(f'obs_requests{{namespace="{NS}",pod="{pod.split("/")[1]}"}}', 5)
+    hpa = hpa_manifest(NS, "web", pods_metric("requests", "10"), labels={"obs": "true"}, max_replicas=3)
     cluster.kubectl("apply", "-f", "-", input=json.dumps(hpa))
-    controller = start_controller_process(
-        cluster.kubeconfig,
-        work / "controller.log",
-        "--hpa-selector=obs",
-        f"--secure-port={controller_port}",
-        "--horizontal-pod-autoscaler-sync-period=1s",
-        "--log-format=console",
-    )
+    live.controller("--hpa-selector=obs", f"--secure-port={controller_port}",
+                    "--horizontal-pod-autoscaler-sync-period=1s")  # fmt: skip
     traffic = Traffic(cluster)
     traffic.start()
     monitoring.start()
@@ -195,8 +148,6 @@ def setup(
     finally:
         traffic.stopped.set()
         monitoring.stop()
-        stop_process(controller)
-        stop_adapter(adapter)
         cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
 
 

@@ -12,12 +12,19 @@ from typing import Any
 import pytest
 import yaml
 from cryptography import x509
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives.asymmetric import padding
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from adapter.serving.default_rules import DEFAULT_RULES
 from localcluster import Cluster
 from rules.config import parse_config
-from tests.charts.chart import CHART, CI_VALUES, as_list, helm, of_kind, render, stand_in_crds
+from tests.charts.chart import CHART
+from tests.charts.chart import CI_VALUES
+from tests.charts.chart import as_list
+from tests.charts.chart import helm
+from tests.charts.chart import of_kind
+from tests.charts.chart import render
+from tests.charts.chart import stand_in_crds
 
 URL = "--set=prometheus.url=http://prometheus.monitoring.svc:9090"
 

@@ -12,7 +12,9 @@ import pytest
 
 from localcluster import Cluster
 from localcluster import cluster as cluster_module
-from localcluster.tools import FAKE_NODES, free_port, prometheus_major
+from localcluster.tools import FAKE_NODES
+from localcluster.tools import free_port
+from localcluster.tools import prometheus_major
 
 pytestmark = pytest.mark.cluster
 

@@ -9,10 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
-from tests.controller.engine.builders import pod_metrics, snapshot
+from tests.controller.engine.builders import pod_metrics
+from tests.controller.engine.builders import snapshot
 from tests.support import ROOT
+from tests.support import python_m
 
 
 def decide(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -61,36 +64,34 @@ def test_malformed_quantity_names_file_and_field(tmp_path: Path) -> None:
     assert f"{path}: pods[1].spec.containers[0].resources.requests.cpu: invalid quantity" in proc.stderr
 
 
-def test_missing_now_is_malformed(tmp_path: Path) -> None:
+def _without(key: str) -> Any:
+    return lambda snap: snap.pop(key)
+
+
+MALFORMED = {  # what is wrong -> (how to break a good snapshot, what the error names)
+    "missing now": (_without("now"), "now: is required"),
+    "missing scale and scaleError": (_without("scale"), "scale: is required"),
+    "a list where an object belongs": (
+        lambda snap: snap["hpa"].__setitem__("spec", []),
+        "hpa.spec: must be an object, got a list",
+    ),
+    "an unreadable time": (
+        lambda snap: snap.__setitem__(
+            "history", {"recommendations": [{"replicas": 2, "timestamp": "yesterday"}]}
+        ),
+        "history.recommendations[0].timestamp: invalid time",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_a_malformed_snapshot_is_refused_naming_the_field(tmp_path: Path, case: str) -> None:
+    breaks, message = MALFORMED[case]
     bad = hot_snapshot()
-    del bad["now"]
-    proc = decide(write(tmp_path, "nonow.yaml", bad))
+    breaks(bad)
+    proc = decide(write(tmp_path, "bad.yaml", bad))
     assert proc.returncode == 2
-    assert "now: is required" in proc.stderr
-
-
-def test_missing_scale_and_scale_error_is_malformed(tmp_path: Path) -> None:
-    bad = hot_snapshot()
-    del bad["scale"]
-    proc = decide(write(tmp_path, "noscale.yaml", bad))
-    assert proc.returncode == 2
-    assert "scale: is required" in proc.stderr
-
-
-def test_list_where_an_object_belongs_is_malformed(tmp_path: Path) -> None:
-    bad = hot_snapshot()
-    bad["hpa"]["spec"] = []
-    proc = decide(write(tmp_path, "list.yaml", bad))
-    assert proc.returncode == 2
-    assert "hpa.spec: must be an object, got a list" in proc.stderr
-
-
-def test_bad_time_is_malformed(tmp_path: Path) -> None:
-    bad = hot_snapshot()
-    bad["history"] = {"recommendations": [{"replicas": 2, "timestamp": "yesterday"}]}
-    proc = decide(write(tmp_path, "time.yaml", bad))
-    assert proc.returncode == 2
-    assert "history.recommendations[0].timestamp: invalid time" in proc.stderr
+    assert message in proc.stderr
 
 
 def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
@@ -141,20 +142,7 @@ def test_chain_feeds_history_to_the_next_snapshot(tmp_path: Path) -> None:
 
 
 def test_run_refuses_to_turn_off_a_locked_gate() -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "controller",
-            "run",
-            "--emulated-version=1.37",
-            "--feature-gates=HPAConfigurableTolerance=false",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    proc = run_flags("--emulated-version=1.37", "--feature-gates=HPAConfigurableTolerance=false")
     assert proc.returncode == 2
     assert (
         "cannot set feature gate HPAConfigurableTolerance to false, feature is locked to true" in proc.stderr
@@ -163,25 +151,13 @@ def test_run_refuses_to_turn_off_a_locked_gate() -> None:
 
 def test_version_is_the_installed_distributions() -> None:
     for module, name in (("controller", "promhpa-controller"), ("adapter", "promhpa-adapter")):
-        proc = subprocess.run(
-            [sys.executable, "-m", module, "--version"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        proc = python_m(module, "--version")
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith(f"{name} "), proc.stdout
 
 
 def test_run_without_usable_credentials_is_one_clean_line(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "controller", "run", f"--kubeconfig={tmp_path / 'missing'}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    proc = run_flags(f"--kubeconfig={tmp_path / 'missing'}")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert (
@@ -191,13 +167,7 @@ def test_run_without_usable_credentials_is_one_clean_line(tmp_path: Path) -> Non
 
 
 def run_flags(*flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "controller", "run", *flags],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return python_m("controller", "run", *flags)
 
 
 def test_run_refuses_a_gate_the_emulated_release_does_not_have() -> None:
@@ -282,7 +252,8 @@ def test_a_closed_pipe_ends_decide_quietly() -> None:
 def test_every_subcommand_has_a_description_and_every_flag_a_help() -> None:
     import argparse
 
-    from adapter.commandline.flags import check_parser, serve_parser
+    from adapter.commandline.flags import check_parser
+    from adapter.commandline.flags import serve_parser
     from controller.cli import build_parser
 
     missing: list[str] = []

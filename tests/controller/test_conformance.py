@@ -16,8 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.engine import ParseMemo, decide, parse_snapshot
-from tests.conftest import CONFORMANCE, EXTRA_CONFORMANCE
+from controller.engine import ParseMemo
+from controller.engine import decide
+from controller.engine import parse_snapshot
+from tests.conftest import CONFORMANCE
+from tests.conftest import EXTRA_CONFORMANCE
 
 
 def _cases() -> list[Path]:

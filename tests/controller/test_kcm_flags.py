@@ -12,7 +12,8 @@ import pytest
 
 from controller import kcm_flags
 from controller.cli import build_parser
-from localcluster.tools import Binaries, cache_bin
+from localcluster.tools import Binaries
+from localcluster.tools import cache_bin
 from tests.support import missing
 
 pytestmark = [pytest.mark.tools]

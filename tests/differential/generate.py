@@ -10,7 +10,9 @@ against its wall clock, a few milliseconds past ``now``, and ``decide`` against 
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

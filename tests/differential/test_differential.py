@@ -20,9 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from controller.engine import decide, parse_snapshot
+from controller.engine import decide
+from controller.engine import parse_snapshot
 from controller.engine.versions import parse_minor
-from localcluster.tools import DIFFERENTIAL_VERSIONS, Binaries, cache_bin
+from localcluster.tools import DIFFERENTIAL_VERSIONS
+from localcluster.tools import Binaries
+from localcluster.tools import cache_bin
 from tests.differential.compare import differences
 from tests.differential.generate import Generator
 from tests.support import missing

@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from promclient.promapi import PrometheusUnavailable, gather_all
+from promclient.promapi import PrometheusUnavailable
+from promclient.promapi import gather_all
 
 
 def test_gather_all_returns_every_result_in_order() -> None:

@@ -8,7 +8,9 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,10 +19,18 @@ from prometheus_client import generate_latest
 from adapter.serving.app import AdapterMetrics
 from promclient.backends import Backends
 from promclient.promapi import PrometheusUnavailable
-from promclient.prometheus import Prometheus, PrometheusSettings
-from rules.config import Backend, parse_config
+from promclient.prometheus import Prometheus
+from promclient.prometheus import PrometheusSettings
+from rules.config import Backend
+from rules.config import parse_config
 from shared.httpclient import Connections
-from tests.support import AdapterProcess, Exporter, PrometheusProcess, start_adapter, stop_adapter, wait_until
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import python_m
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
 
 
 def counting(prometheus: PrometheusProcess, ttl: float) -> tuple[Prometheus, list[str]]:
@@ -119,42 +129,16 @@ rules:
 
 
 def test_insecure_mode_refuses_a_non_loopback_bind_address() -> None:
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "adapter",
-            "--insecure-skip-auth",
-            "--bind-address=0.0.0.0",
-            "--prometheus-url=http://127.0.0.1:1",
-            "--log-format=console",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    out = python_m("adapter", "--insecure-skip-auth", "--bind-address=0.0.0.0",
+                   "--prometheus-url=http://127.0.0.1:1", "--log-format=console", timeout=30)  # fmt: skip
     assert out.returncode == 2
     assert "only binds to loopback" in out.stdout + out.stderr
 
 
 def test_secure_mode_without_a_cluster_fails_clearly(tmp_path: object) -> None:
     missing = f"{tmp_path}/no-such-kubeconfig"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "adapter",
-            "--bind-address=127.0.0.1",
-            "--prometheus-url=http://127.0.0.1:1",
-            f"--kubeconfig={missing}",
-            "--log-format=console",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    out = python_m("adapter", "--bind-address=127.0.0.1", "--prometheus-url=http://127.0.0.1:1",
+                   f"--kubeconfig={missing}", "--log-format=console", timeout=30)  # fmt: skip
     assert out.returncode == 2
     assert "cannot set up delegated authentication" in out.stdout + out.stderr
 
@@ -203,7 +187,8 @@ def test_a_query_over_5000_pods_is_posted_past_a_proxys_url_limit(
     ~44 KB here (~100 KB with real pod names): as a GET, a proxy with nginx's 8 KB limit
     refuses it."""
     from rules.naming import PODS
-    from rules.queries import ObjectQuery, custom_query
+    from rules.queries import ObjectQuery
+    from rules.queries import custom_query
     from tests.support import Recorder
 
     exporter.set('big_requests{namespace="big",pod="web-1234"}', 3)
@@ -302,8 +287,10 @@ def tls_prometheus(
     exporter: Exporter, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, Path]]:
     """A real Prometheus that serves only TLS and requires a client certificate from our CA."""
-    from localcluster.pki import issue, make_ca
-    from tests.support import free_port, prometheus_binary
+    from localcluster.pki import issue
+    from localcluster.pki import make_ca
+    from tests.support import free_port
+    from tests.support import prometheus_binary
 
     d = tmp_path_factory.mktemp("tls-prometheus")
     ca = make_ca(d / "ca", "promhpa-test-ca")

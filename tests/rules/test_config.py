@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from adapter.serving.default_rules import DEFAULT_RULES
-from rules.config import ConfigError, parse_config
+from rules.config import ConfigError
+from rules.config import parse_config
 
 GOOD = """
 rules:

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from localcluster.tools import Binaries, cache_bin
+from localcluster.tools import Binaries
+from localcluster.tools import cache_bin
 from rules import goregexp
 from tests.support import missing
 

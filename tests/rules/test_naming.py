@@ -4,8 +4,12 @@ import re
 
 import pytest
 
-from rules.config import GroupResource, Naming, Resources
-from rules.naming import NamingError, ResourceMapper, metric_name
+from rules.config import GroupResource
+from rules.config import Naming
+from rules.config import Resources
+from rules.naming import NamingError
+from rules.naming import ResourceMapper
+from rules.naming import metric_name
 from rules.templates import Template
 
 

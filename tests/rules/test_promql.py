@@ -3,8 +3,13 @@ from __future__ import annotations
 import pytest
 
 from rules.config import parse_config
-from rules.promql import QueryError, quote, regex_literal, requirement_matcher
-from rules.queries import ObjectQuery, custom_query, external_query
+from rules.promql import QueryError
+from rules.promql import quote
+from rules.promql import regex_literal
+from rules.promql import requirement_matcher
+from rules.queries import ObjectQuery
+from rules.queries import custom_query
+from rules.queries import external_query
 from shared.selectors import parse
 
 CONFIG = parse_config("""

@@ -12,7 +12,8 @@ import urllib.request
 from adapter.serving.default_rules import DEFAULT_RULES
 from localcluster.tools import prometheus_major
 from rules.config import parse_config
-from rules.rule_lint import _example_query, parse_promql
+from rules.rule_lint import _example_query
+from rules.rule_lint import parse_promql
 from tests.support import PrometheusProcess
 
 CORPUS = [

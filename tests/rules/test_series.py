@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rules.config import GroupResource, parse_config
+from rules.config import GroupResource
+from rules.config import parse_config
 from rules.series import index_series
 
 CUSTOM = """

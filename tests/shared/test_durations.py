@@ -1,17 +1,17 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
 import pytest
 
-from shared.durations import (
-    DurationError,
-    TimeError,
-    format_duration,
-    format_time,
-    parse_duration,
-    parse_time,
-)
+from shared.durations import DurationError
+from shared.durations import TimeError
+from shared.durations import format_duration
+from shared.durations import format_time
+from shared.durations import parse_duration
+from shared.durations import parse_time
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from shared.gcpolicy import freeze_startup_heap, pause_collection, resume_collection
+from shared.gcpolicy import freeze_startup_heap
+from shared.gcpolicy import pause_collection
+from shared.gcpolicy import resume_collection
 
 
 @pytest.fixture

@@ -16,13 +16,19 @@ import json
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from shared.httpclient import Connections, Origin, ProtocolError, form_encode
-from tests.support import Exporter, PrometheusProcess, wait_until
+from shared.httpclient import Connections
+from shared.httpclient import Origin
+from shared.httpclient import ProtocolError
+from shared.httpclient import form_encode
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import wait_until
 
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 

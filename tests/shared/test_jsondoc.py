@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
 from shared.jsondoc import json_copy
 

@@ -6,7 +6,8 @@ import logging
 import pytest
 import structlog
 
-from shared.logging import configure, get_logger
+from shared.logging import configure
+from shared.logging import get_logger
 
 
 @pytest.fixture(autouse=True)

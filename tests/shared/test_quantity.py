@@ -4,7 +4,9 @@ from decimal import Decimal
 
 import pytest
 
-from shared.quantity import Format, Quantity, QuantityError
+from shared.quantity import Format
+from shared.quantity import Quantity
+from shared.quantity import QuantityError
 
 
 @pytest.mark.parametrize(

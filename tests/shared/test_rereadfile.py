@@ -9,18 +9,21 @@ import pytest
 from shared.rereadfile import RereadFile
 
 
-def test_a_rotated_file_is_read_again_once_the_interval_passes(tmp_path: Path) -> None:
-    token = tmp_path / "token"
-    token.write_text("first\n")
+@pytest.fixture
+def token(tmp_path: Path) -> Path:
+    path = tmp_path / "token"
+    path.write_text("first\n")
+    return path
+
+
+def test_a_rotated_file_is_read_again_once_the_interval_passes(token: Path) -> None:
     f = RereadFile(token, every=0.0)
     assert f.text() == "first"
     token.write_text("second\n")
     assert f.text() == "second"
 
 
-def test_within_the_interval_the_last_read_is_kept(tmp_path: Path) -> None:
-    token = tmp_path / "token"
-    token.write_text("first")
+def test_within_the_interval_the_last_read_is_kept(token: Path) -> None:
     f = RereadFile(token, every=3600)
     assert f.text() == "first"
     token.write_text("second")

@@ -4,16 +4,14 @@ import random
 
 import pytest
 
-from shared.selectors import (
-    Requirement,
-    SelectorError,
-    _fast_parse,
-    _Parser,
-    from_label_selector,
-    go_label_selector_string,
-    parse,
-    parse_cached,
-)
+from shared.selectors import Requirement
+from shared.selectors import SelectorError
+from shared.selectors import _fast_parse
+from shared.selectors import _Parser
+from shared.selectors import from_label_selector
+from shared.selectors import go_label_selector_string
+from shared.selectors import parse
+from shared.selectors import parse_cached
 
 LABELS = {"app": "web", "tier": "front", "version": "3"}
 

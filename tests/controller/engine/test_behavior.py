@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
-from controller.engine.behavior import (
-    normalize_legacy,
-    normalize_with_behavior,
-    replicas_changed_in_period,
-    scale_down_limit,
-    scale_up_limit,
-    store_scale_event,
-)
-from controller.engine.model import Recommendation, ScaleEvent, ScalingPolicy, ScalingRules
+from controller.engine.behavior import normalize_legacy
+from controller.engine.behavior import normalize_with_behavior
+from controller.engine.behavior import replicas_changed_in_period
+from controller.engine.behavior import scale_down_limit
+from controller.engine.behavior import scale_up_limit
+from controller.engine.behavior import store_scale_event
+from controller.engine.model import Recommendation
+from controller.engine.model import ScaleEvent
+from controller.engine.model import ScalingPolicy
+from controller.engine.model import ScalingRules
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 

@@ -7,12 +7,16 @@ from typing import Any
 
 import pytest
 
-from controller.engine import decide, parse_snapshot
+from controller.engine import decide
+from controller.engine import parse_snapshot
 from controller.engine.decision import history_to_wire
-from controller.engine.fallback import ANNOTATION, FallbackError, parse_spec
+from controller.engine.fallback import ANNOTATION
+from controller.engine.fallback import FallbackError
+from controller.engine.fallback import parse_spec
 from controller.engine.limiting import limiting_step
 
-from .builders import external_metric, snapshot
+from .builders import external_metric
+from .builders import snapshot
 
 QPS = [external_metric("qps", average="10")]
 

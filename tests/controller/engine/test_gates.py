@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from controller.engine.gates import GateError, defaults, gates_to_wire, parse_gates, resolve
+from controller.engine.gates import GateError
+from controller.engine.gates import defaults
+from controller.engine.gates import gates_to_wire
+from controller.engine.gates import parse_gates
+from controller.engine.gates import resolve
 from controller.engine.model import FeatureGates
 from controller.engine.versions import Release
 

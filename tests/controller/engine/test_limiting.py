@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.engine import decide, parse_snapshot
+from controller.engine import decide
+from controller.engine import parse_snapshot
 from controller.engine.explain import explain
-from controller.engine.limiting import Proposal, limiting_step, proposals
+from controller.engine.limiting import Proposal
+from controller.engine.limiting import limiting_step
+from controller.engine.limiting import proposals
 
-from .builders import cpu_metric, external_metric, pod_metrics, snapshot
+from .builders import cpu_metric
+from .builders import external_metric
+from .builders import pod_metrics
+from .builders import snapshot
 
 
 def run(**kw: Any) -> Any:

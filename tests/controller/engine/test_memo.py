@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from controller.engine import ParseMemo, SnapshotError, decide, parse_snapshot
+from controller.engine import ParseMemo
+from controller.engine import SnapshotError
+from controller.engine import decide
+from controller.engine import parse_snapshot
 from controller.engine.decision import history_to_wire
-from controller.engine.model import History, Recommendation, ScaleEvent
+from controller.engine.model import History
+from controller.engine.model import Recommendation
+from controller.engine.model import ScaleEvent
 from shared.durations import format_time
 
-from .builders import NOW, external_metric, pod, pod_metrics, snapshot
+from .builders import NOW
+from .builders import external_metric
+from .builders import pod
+from .builders import pod_metrics
+from .builders import snapshot
 
 
 def cpu_snapshot(pods: list[dict[str, Any]]) -> dict[str, Any]:

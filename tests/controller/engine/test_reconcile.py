@@ -5,9 +5,15 @@ from __future__ import annotations
 from copy import deepcopy
 from typing import Any
 
-from controller.engine import decide, parse_snapshot
+from controller.engine import decide
+from controller.engine import parse_snapshot
 
-from .builders import NOW, cpu_metric, external_metric, pod, pod_metrics, snapshot
+from .builders import NOW
+from .builders import cpu_metric
+from .builders import external_metric
+from .builders import pod
+from .builders import pod_metrics
+from .builders import snapshot
 
 
 def run(**kw: Any) -> Any:

@@ -6,10 +6,17 @@ from typing import Any
 
 import pytest
 
-from controller.engine import decide, parse_snapshot
+from controller.engine import decide
+from controller.engine import parse_snapshot
 from controller.engine.replica_calculator import go_fdiv
+from localcluster.manifests import object_metric
 
-from .builders import cpu_metric, external_metric, pod, pod_metrics, pods_metric, snapshot
+from .builders import cpu_metric
+from .builders import external_metric
+from .builders import pod
+from .builders import pod_metrics
+from .builders import pods_metric
+from .builders import snapshot
 
 
 def run(**kw: Any) -> Any:
@@ -131,14 +138,7 @@ def test_sidecar_init_containers_count_toward_requests() -> None:
 
 
 def test_object_value_multiplies_ratio_by_ready_pods() -> None:
-    m = {
-        "type": "Object",
-        "object": {
-            "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "svc"},
-            "metric": {"name": "rps"},
-            "target": {"type": "Value", "value": "10"},
-        },
-    }
+    m = object_metric("rps", "Service", "svc", "10")
     custom = [
         {
             "describedObject": {"kind": "Service", "name": "svc", "apiVersion": "v1"},

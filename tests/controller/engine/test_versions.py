@@ -8,10 +8,17 @@ from typing import Any
 
 import pytest
 
-from controller.engine import decide, parse_snapshot
+from controller.engine import decide
+from controller.engine import parse_snapshot
 from controller.engine.reader import SnapshotError
-from controller.engine.versions import Release, VersionError, nearest, parse_minor
-from tests.controller.engine.builders import external_metric, pod, snapshot
+from controller.engine.versions import Release
+from controller.engine.versions import VersionError
+from controller.engine.versions import nearest
+from controller.engine.versions import parse_minor
+from localcluster.manifests import object_metric
+from tests.controller.engine.builders import external_metric
+from tests.controller.engine.builders import pod
+from tests.controller.engine.builders import snapshot
 
 
 def as_release(snap: dict[str, Any], minor: int) -> dict[str, Any]:
@@ -126,14 +133,7 @@ def test_ambiguous_selector_names_every_hpa_before_1_37_and_two_from_it() -> Non
 
 
 def object_error(minor: int) -> str:
-    metric = {
-        "type": "Object",
-        "object": {
-            "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "front"},
-            "metric": {"name": "rps"},
-            "target": {"type": "Value", "value": "10"},
-        },
-    }
+    metric = object_metric("rps", "Service", "front", "10")
     snap = as_release(
         snapshot(metrics=[metric], metricErrors=[{"source": "Object", "name": "rps", "message": "boom"}]),
         minor,

@@ -7,6 +7,7 @@ scales down once the (test-shortened) stabilization window allows.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -21,103 +22,76 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.engine import decide, parse_snapshot
+from controller.engine import decide
+from controller.engine import parse_snapshot
 from localcluster import Cluster
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    cpu_deployment,
-    free_port,
-    leader_identity,
-    prefixed_rules,
-    register_and_start_adapter,
-    start_controller_process,
-    stop_adapter,
-    stop_process,
-    wait_until,
-)
+from localcluster.manifests import object_metric
+from tests.live import Controller
+from tests.live import Live
+from tests.live import hpa as hpa_object
+from tests.live import running_controller
+from tests.live import scale_replicas
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import cpu_deployment
+from tests.support import free_port
+from tests.support import leader_identity
+from tests.support import prefixed_rules
+from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[3]
 NS = "live"
 CONFIG = prefixed_rules("live")
+SYNC = "--horizontal-pod-autoscaler-sync-period=1s"
+
+
+def _pods(cluster: Cluster, app: str) -> list[dict[str, Any]]:
+    """The app's pods that are not being deleted."""
+    out = cluster.kubectl("-n", NS, "get", "pods", "-l", f"app={app}", "-o", "json").stdout
+    return [p for p in json.loads(out)["items"] if not p["metadata"].get("deletionTimestamp")]
 
 
 def running_pods(cluster: Cluster, app: str) -> list[str]:
-    items = json.loads(cluster.kubectl("-n", NS, "get", "pods", "-l", f"app={app}", "-o", "json").stdout)[
-        "items"
-    ]
-    return sorted(
-        p["metadata"]["name"]
-        for p in items
-        if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
-    )
+    return sorted(p["metadata"]["name"] for p in _pods(cluster, app) if p["status"].get("phase") == "Running")
 
 
 def ready_pods(cluster: Cluster, app: str) -> list[str]:
-    items = json.loads(cluster.kubectl("-n", NS, "get", "pods", "-l", f"app={app}", "-o", "json").stdout)[
-        "items"
-    ]
-    return sorted(
-        p["metadata"]["name"]
-        for p in items
-        if any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or [])
-        and not p["metadata"].get("deletionTimestamp")
-    )
+    def ready(p: dict[str, Any]) -> bool:
+        return any(
+            c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or []
+        )
+
+    return sorted(p["metadata"]["name"] for p in _pods(cluster, app) if ready(p))
 
 
 def replicas(cluster: Cluster, app: str) -> int:
-    scale = json.loads(
-        cluster.kubectl("get", "--raw", f"/apis/apps/v1/namespaces/{NS}/deployments/{app}/scale").stdout
-    )
-    return int(scale["spec"]["replicas"])
+    return scale_replicas(cluster, NS, app)
 
 
 def hpa(cluster: Cluster, name: str) -> dict[str, Any]:
-    return dict(json.loads(cluster.kubectl("-n", NS, "get", "hpa", name, "-o", "json").stdout))
+    return hpa_object(cluster, NS, name)
 
 
 @pytest.fixture(scope="module")
-def adapter(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[AdapterProcess]:
-    exporter.set('live_requests{namespace="live",pod="seed"}', 0)  # so discovery knows the metric
-    exporter.set('live_queue_depth{namespace="live",queue="jobs"}', 0)
-    exporter.set('live_service_rps{namespace="live",service="frontend"}', 0)
-    wait_until(lambda: prometheus.query("live_requests") != [], what="scrape")
-    wait_until(lambda: prometheus.query("live_queue_depth") != [], what="scrape")
-    a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("adapter"), CONFIG)
-    yield a
-    stop_adapter(a)
+def adapter(live: Live) -> AdapterProcess:
+    live.publish({'live_requests{namespace="live",pod="seed"}': 0,  # so discovery knows the metric
+                  'live_service_rps{namespace="live",service="frontend"}': 0}, "live_requests")  # fmt: skip
+    live.publish({'live_queue_depth{namespace="live",queue="jobs"}': 0}, "live_queue_depth")
+    return live.adapter(CONFIG)
 
 
 @pytest.fixture(scope="module")
-def controller(
-    cluster: Cluster, adapter: AdapterProcess, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[subprocess.Popen[bytes]]:
+def controller(live: Live, adapter: AdapterProcess) -> Controller:
     # every HPA except those the dry-run and HA tests hand to their own controllers
-    proc, log = start_controller(
-        cluster, tmp_path_factory.mktemp("controller"), "--hpa-selector=!dryrun,!ha,!stall"
-    )
-    yield proc
-    stop_controller(proc)
-    print(log.read_text()[-4000:])
+    return live.controller(SYNC, "--hpa-selector=!dryrun,!ha,!stall")
 
 
-def start_controller(cluster: Cluster, work: Path, *flags: str) -> tuple[subprocess.Popen[bytes], Path]:
-    log = work / "controller.log"
-    proc = start_controller_process(
-        cluster.kubeconfig, log, "--horizontal-pod-autoscaler-sync-period=1s", "--log-format=console", *flags
-    )
-    return proc, log
-
-
-def stop_controller(proc: subprocess.Popen[bytes]) -> None:
-    stop_process(proc, timeout=10)
+def start_controller(
+    cluster: Cluster, work: Path, *flags: str
+) -> contextlib.AbstractContextManager[Controller]:
+    return running_controller(cluster.kubeconfig, work / "controller.log", SYNC, *flags)
 
 
 def requests_spec(max_replicas: int, immediate_scale_down: bool = False) -> dict[str, Any]:
@@ -183,7 +157,7 @@ def condition(cluster: Cluster, name: str, ctype: str) -> str:
 
 
 def test_scales_up_on_load_and_down_after_it_falls(
-    cluster: Cluster, exporter: Exporter, prometheus: PrometheusProcess, controller: subprocess.Popen[bytes]
+    cluster: Cluster, exporter: Exporter, prometheus: PrometheusProcess, controller: Controller
 ) -> None:
     make_target(
         cluster,
@@ -222,7 +196,7 @@ def test_scales_up_on_load_and_down_after_it_falls(
 
 
 def test_snapshot_of_a_live_hpa_decides_offline(
-    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes], tmp_path: Path
+    cluster: Cluster, exporter: Exporter, controller: Controller, tmp_path: Path
 ) -> None:
     make_target(cluster, "snap", 1, requests_spec(5))
     for name in running_pods(cluster, "snap"):
@@ -263,7 +237,7 @@ def test_snapshot_of_a_live_hpa_decides_offline(
 
 
 def test_external_metric_scales_with_the_queue(
-    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes]
+    cluster: Cluster, exporter: Exporter, controller: Controller
 ) -> None:
     make_target(
         cluster,
@@ -292,7 +266,7 @@ def test_external_metric_scales_with_the_queue(
 
 
 def test_two_hpas_on_one_target_are_an_ambiguous_selector(
-    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes]
+    cluster: Cluster, exporter: Exporter, controller: Controller
 ) -> None:
     exporter.set('live_queue_depth{namespace="live",queue="twin"}', 5)
     spec = {
@@ -336,7 +310,7 @@ def test_two_hpas_on_one_target_are_an_ambiguous_selector(
 
 
 def test_broken_metric_never_scales_down_and_recovers(
-    cluster: Cluster, exporter: Exporter, prometheus: PrometheusProcess, controller: subprocess.Popen[bytes]
+    cluster: Cluster, exporter: Exporter, prometheus: PrometheusProcess, controller: Controller
 ) -> None:
     make_target(
         cluster,
@@ -367,7 +341,7 @@ def test_broken_metric_never_scales_down_and_recovers(
 
 
 def test_dry_run_decides_and_publishes_but_writes_nothing(
-    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes], tmp_path: Path
+    cluster: Cluster, exporter: Exporter, controller: Controller, tmp_path: Path
 ) -> None:
     make_target(
         cluster,
@@ -378,8 +352,7 @@ def test_dry_run_decides_and_publishes_but_writes_nothing(
     )
     for name in running_pods(cluster, "shadow"):
         exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 40)
-    proc, log = start_controller(cluster, tmp_path, "--dry-run", "--hpa-selector=dryrun")
-    try:
+    with start_controller(cluster, tmp_path, "--dry-run", "--hpa-selector=dryrun") as dry:
 
         def published() -> bool:
             events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
@@ -392,11 +365,9 @@ def test_dry_run_decides_and_publishes_but_writes_nothing(
             )
 
         wait_until(published, timeout=60, what="the dry-run decision to be published as an event")
-        assert "dry_run=True" in log.read_text()
+        assert "dry_run=True" in dry.log.read_text()
         assert replicas(cluster, "shadow") == 1  # neither the dry-run controller nor the main one scaled it
         assert condition(cluster, "shadow", "AbleToScale") == "absent"  # no status written
-    finally:
-        stop_controller(proc)
 
 
 def lease_holder(cluster: Cluster, name: str = "promhpa-ha-test") -> str:
@@ -405,7 +376,7 @@ def lease_holder(cluster: Cluster, name: str = "promhpa-ha-test") -> str:
 
 
 def test_only_the_leader_acts_and_a_standby_takes_over(
-    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes], tmp_path: Path
+    cluster: Cluster, exporter: Exporter, controller: Controller, tmp_path: Path
 ) -> None:
     make_target(
         cluster,
@@ -422,39 +393,29 @@ def test_only_the_leader_acts_and_a_standby_takes_over(
     )
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    first, first_log = start_controller(cluster, tmp_path / "a", *flags)
-    second = None
-    try:
-        wait_until(
-            lambda: lease_holder(cluster) == leader_identity(first_log), timeout=30, what="the first to lead"
-        )
-        second, second_log = start_controller(cluster, tmp_path / "b", *flags)
-        for name in running_pods(cluster, "ha-app"):
-            exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 25)
-        wait_until(lambda: replicas(cluster, "ha-app") == 3, timeout=60, what="the leader's scale-up to 3")
-        assert "reconciled" not in second_log.read_text()  # the standby has not acted
-        first.kill()  # a crash: no graceful hand-over
-        first.wait()
-        wait_until(
-            lambda: lease_holder(cluster) == leader_identity(second_log),
-            timeout=40,
-            what="the standby to take the lease",
-        )
-        wait_until(lambda: len(running_pods(cluster, "ha-app")) == 3, timeout=60, what="3 running pods")
-        for name in running_pods(cluster, "ha-app"):
-            exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 40)  # ceil(4 x 3) = 12 -> max 5
-        wait_until(
-            lambda: replicas(cluster, "ha-app") == 5, timeout=60, what="the new leader's scale-up to 5"
-        )
-    finally:
-        if first.poll() is None:
-            stop_controller(first)
-        if second is not None:
-            stop_controller(second)
+    with start_controller(cluster, tmp_path / "a", *flags) as first:
+        wait_until(lambda: lease_holder(cluster) == leader_identity(first.log), timeout=30,
+                   what="the first to lead")  # fmt: skip
+        with start_controller(cluster, tmp_path / "b", *flags) as second:
+            for name in running_pods(cluster, "ha-app"):
+                exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 25)
+            wait_until(
+                lambda: replicas(cluster, "ha-app") == 3, timeout=60, what="the leader's scale-up to 3"
+            )
+            assert "reconciled" not in second.log.read_text()  # the standby has not acted
+            first.proc.kill()  # a crash: no graceful hand-over
+            first.proc.wait()
+            wait_until(lambda: lease_holder(cluster) == leader_identity(second.log), timeout=40,
+                       what="the standby to take the lease")  # fmt: skip
+            wait_until(lambda: len(running_pods(cluster, "ha-app")) == 3, timeout=60, what="3 running pods")
+            for name in running_pods(cluster, "ha-app"):
+                exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 40)  # ceil(4 x 3) = 12 -> 5
+            wait_until(lambda: replicas(cluster, "ha-app") == 5, timeout=60,
+                       what="the new leader's scale-up to 5")  # fmt: skip
 
 
 def test_object_metric_scales_on_a_service_value(
-    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes]
+    cluster: Cluster, exporter: Exporter, controller: Controller
 ) -> None:
     make_target(
         cluster,
@@ -463,16 +424,7 @@ def test_object_metric_scales_on_a_service_value(
         {
             "minReplicas": 1,
             "maxReplicas": 6,
-            "metrics": [
-                {
-                    "type": "Object",
-                    "object": {
-                        "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "frontend"},
-                        "metric": {"name": "service_rps"},
-                        "target": {"type": "Value", "value": "10"},
-                    },
-                }
-            ],
+            "metrics": [object_metric("service_rps", "Service", "frontend", "10")],
         },
     )
     exporter.set('live_service_rps{namespace="live",service="frontend"}', 35)  # ceil(3.5 x 1 ready pod) = 4
@@ -496,7 +448,7 @@ def test_object_metric_scales_on_a_service_value(
 
 
 def test_cpu_utilization_through_metrics_api_is_clamped_at_max(
-    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes]
+    cluster: Cluster, exporter: Exporter, controller: Controller
 ) -> None:
     cluster.kubectl("create", "namespace", NS, check=False)
     cluster.kubectl("apply", "-f", "-", input=json.dumps(cpu_deployment(NS, "cpu-app")))
@@ -563,7 +515,7 @@ def test_cpu_utilization_through_metrics_api_is_clamped_at_max(
 
 
 def test_watches_resume_after_the_apiserver_restarts(
-    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes]
+    cluster: Cluster, exporter: Exporter, controller: Controller
 ) -> None:
     make_target(
         cluster,
@@ -582,7 +534,7 @@ def test_watches_resume_after_the_apiserver_restarts(
     for name in running_pods(cluster, "restart-app"):
         exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 30)  # ceil(3 x 1) = 3
     wait_until(lambda: replicas(cluster, "restart-app") == 3, timeout=90, what="a scale-up after the restart")
-    assert controller.poll() is None
+    assert controller.proc.poll() is None
 
 
 def split_events(cluster: Cluster, name: str) -> set[tuple[str, int, str]]:
@@ -595,7 +547,7 @@ def split_events(cluster: Cluster, name: str) -> set[tuple[str, int, str]]:
 
 
 def test_a_paused_leader_writes_nothing_after_resuming(
-    cluster: Cluster, controller: subprocess.Popen[bytes], tmp_path: Path
+    cluster: Cluster, controller: Controller, tmp_path: Path
 ) -> None:
     """Split brain: the leader is frozen (SIGSTOP) until a standby has taken the Lease; the
     standby is then frozen too and the target is pushed below minReplicas, so the old leader
@@ -617,44 +569,52 @@ def test_a_paused_leader_writes_nothing_after_resuming(
 
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    first, first_log = start_controller(cluster, tmp_path / "a", *flags)
-    second = None
-    try:
-        wait_until(lambda: holder() == leader_identity(first_log), timeout=30, what="the first to lead")
+    with start_controller(cluster, tmp_path / "a", *flags) as first, resumed(first):
+        wait_until(lambda: holder() == leader_identity(first.log), timeout=30, what="the first to lead")
         wait_until(
-            lambda: "split-app" in first_log.read_text(), timeout=30, what="the leader's first reconcile"
+            lambda: reconciles(first.log, "split-app") > 0, timeout=30, what="the leader's first reconcile"
         )
-        second, second_log = start_controller(cluster, tmp_path / "b", *flags)
-        second_id = leader_identity(second_log)
-        os.kill(first.pid, signal.SIGSTOP)
-        wait_until(lambda: holder() == second_id, timeout=30, what="the standby to take over")
-        time.sleep(2)  # the new leader reconciles once
-        os.kill(second.pid, signal.SIGSTOP)
-        cluster.kubectl("-n", NS, "scale", "deployment", "split-app", "--replicas=1")
-        hpa_version = hpa(cluster, "split-app")["metadata"]["resourceVersion"]
-        events = split_events(cluster, "split-app")
-        os.kill(first.pid, signal.SIGCONT)
-        first.wait(timeout=20)  # it exits: its leadership lapsed while it was frozen
-        time.sleep(1)
-        assert first.returncode != 0
-        assert "lost leadership" in first_log.read_text()
-        assert replicas(cluster, "split-app") == 1, "the resumed old leader wrote a scale"
-        assert hpa(cluster, "split-app")["metadata"]["resourceVersion"] == hpa_version, "it wrote the status"
-        assert split_events(cluster, "split-app") == events, "it wrote an event"
+        with start_controller(cluster, tmp_path / "b", *flags) as second, resumed(second):
+            second_id = leader_identity(second.log)
+            os.kill(first.proc.pid, signal.SIGSTOP)
+            wait_until(lambda: holder() == second_id, timeout=30, what="the standby to take over")
+            wait_until(lambda: reconciles(second.log, "split-app") > 0, timeout=30,
+                       what="the new leader's first reconcile")  # fmt: skip
+            os.kill(second.proc.pid, signal.SIGSTOP)
+            cluster.kubectl("-n", NS, "scale", "deployment", "split-app", "--replicas=1")
+            hpa_version = hpa(cluster, "split-app")["metadata"]["resourceVersion"]
+            events = split_events(cluster, "split-app")
+            os.kill(first.proc.pid, signal.SIGCONT)
+            first.proc.wait(timeout=20)  # it exits: its leadership lapsed while it was frozen
+            assert first.proc.returncode != 0
+            assert "lost leadership" in first.log.read_text()
+            assert replicas(cluster, "split-app") == 1, "the resumed old leader wrote a scale"
+            assert hpa(cluster, "split-app")["metadata"]["resourceVersion"] == hpa_version, (
+                "it wrote the status"
+            )
+            assert split_events(cluster, "split-app") == events, "it wrote an event"
+
+
+@contextlib.contextmanager
+def resumed(c: Controller) -> Iterator[None]:
+    """A controller the test may freeze (SIGSTOP) is let run again before it is stopped."""
+    try:
+        yield
     finally:
-        if first.poll() is None:
-            os.kill(first.pid, signal.SIGCONT)
-            stop_controller(first)
-        if second is not None:
-            os.kill(second.pid, signal.SIGCONT)
-            stop_controller(second)
+        if c.proc.poll() is None:
+            os.kill(c.proc.pid, signal.SIGCONT)
+
+
+def reconciles(log: Path, hpa_name: str) -> int:
+    """How many times a controller's console log says it reconciled the HPA."""
+    return log.read_text().count(f"hpa={NS}/{hpa_name}")
 
 
 def test_a_hung_adapter_slows_reconciles_without_stalling_them(
     cluster: Cluster,
     exporter: Exporter,
     adapter: AdapterProcess,
-    controller: subprocess.Popen[bytes],
+    controller: Controller,
     tmp_path: Path,
 ) -> None:
     """The adapter frozen (SIGSTOP: connections accepted, never answered): each metrics read
@@ -665,43 +625,32 @@ def test_a_hung_adapter_slows_reconciles_without_stalling_them(
     )
     for name in running_pods(cluster, "stall-app"):
         exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 10)
-    proc, log = start_controller(cluster, tmp_path, "--hpa-selector=stall", "--metrics-timeout=2s")
-    try:
-        wait_until(
-            lambda: condition(cluster, "stall-app", "ScalingActive") == "True/ValidMetricFound",
-            timeout=60,
-            what="a valid metric",
-        )
+    with start_controller(cluster, tmp_path, "--hpa-selector=stall", "--metrics-timeout=2s") as c:
+        wait_until(lambda: condition(cluster, "stall-app", "ScalingActive") == "True/ValidMetricFound",
+                   timeout=60, what="a valid metric")  # fmt: skip
         os.kill(adapter.proc.pid, signal.SIGSTOP)
         try:
             start = time.monotonic()
-            wait_until(
-                lambda: condition(cluster, "stall-app", "ScalingActive") == "False/FailedGetPodsMetric",
-                timeout=30,
-                what="the timed-out read to show in the conditions",
-            )
+            failing = "False/FailedGetPodsMetric"
+            wait_until(lambda: condition(cluster, "stall-app", "ScalingActive") == failing,
+                       timeout=30, what="the timed-out read to show in the conditions")  # fmt: skip
             failed_after = time.monotonic() - start
-            reconciles = log.read_text().count("hpa=live/stall-app")
-            time.sleep(5)
-            assert log.read_text().count("hpa=live/stall-app") >= reconciles + 1  # still reconciling
-            warning = [line for line in log.read_text().splitlines() if "HPA cannot scale" in line]
+            before = reconciles(c.log, "stall-app")
+            # still reconciling: the next one comes within a period and a timeout, not never
+            wait_until(lambda: reconciles(c.log, "stall-app") > before, timeout=5, what="another reconcile")
+            warning = [line for line in c.log.read_text().splitlines() if "HPA cannot scale" in line]
             assert warning, "a failing HPA is a warning in the logs"
             assert "reason=FailedGetPodsMetric" in warning[0]
             assert replicas(cluster, "stall-app") == 2
         finally:
             os.kill(adapter.proc.pid, signal.SIGCONT)
         assert failed_after < 1 + 2 + 5  # a sync period, the timeout, and the write
-        wait_until(
-            lambda: condition(cluster, "stall-app", "ScalingActive") == "True/ValidMetricFound",
-            timeout=60,
-            what="recovery once the adapter answers again",
-        )
-    finally:
-        stop_controller(proc)
+        wait_until(lambda: condition(cluster, "stall-app", "ScalingActive") == "True/ValidMetricFound",
+                   timeout=60, what="recovery once the adapter answers again")  # fmt: skip
 
 
 def test_reconciled_once_per_sync_period_and_at_once_after_a_spec_change(
-    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes], tmp_path: Path
+    cluster: Cluster, exporter: Exporter, controller: Controller, tmp_path: Path
 ) -> None:
     """Upstream's cadence: our own status write coming back through the watch does not
     trigger another reconcile (the metric ticks, so every reconcile writes the status); a
@@ -719,30 +668,30 @@ def test_reconciled_once_per_sync_period_and_at_once_after_a_spec_change(
 
     ticker = threading.Thread(target=tick, daemon=True)
     ticker.start()
-    proc, log = start_controller(
-        cluster, tmp_path, "--hpa-selector=cadence", "--horizontal-pod-autoscaler-sync-period=4s"
-    )
+    cadence = ("--hpa-selector=cadence", "--horizontal-pod-autoscaler-sync-period=4s")
     try:
-        wait_until(lambda: "hpa=live/cadence-app" in log.read_text(), timeout=30, what="the first reconcile")
-        before = log.read_text().count("hpa=live/cadence-app")
-        time.sleep(12)  # three sync periods
-        during = log.read_text().count("hpa=live/cadence-app") - before
-        print(f"{during} reconciles in three 4s periods")
-        assert 2 <= during <= 4, f"{during} reconciles in three 4s periods"
-        cluster.kubectl(
-            "-n", NS, "patch", "hpa", "cadence-app", "--type=merge", "-p", '{"spec":{"minReplicas":3}}'
-        )
-        start = time.monotonic()
-        wait_until(lambda: replicas(cluster, "cadence-app") == 3, timeout=10, what="the spec change acted on")
-        assert time.monotonic() - start < 3, "a spec change waited for the sync period"
+        with start_controller(cluster, tmp_path, *cadence) as c:
+            wait_until(lambda: reconciles(c.log, "cadence-app") > 0, timeout=30, what="the first reconcile")
+            before = reconciles(c.log, "cadence-app")
+            time.sleep(12)  # three sync periods: a count over a fixed span, not a wait for an event
+            during = reconciles(c.log, "cadence-app") - before
+            print(f"{during} reconciles in three 4s periods")
+            assert 2 <= during <= 4, f"{during} reconciles in three 4s periods"
+            cluster.kubectl(
+                "-n", NS, "patch", "hpa", "cadence-app", "--type=merge", "-p", '{"spec":{"minReplicas":3}}'
+            )
+            start = time.monotonic()
+            wait_until(
+                lambda: replicas(cluster, "cadence-app") == 3, timeout=10, what="the spec change acted on"
+            )
+            assert time.monotonic() - start < 3, "a spec change waited for the sync period"
     finally:
         stop.set()
         ticker.join()
-        stop_controller(proc)
 
 
 def test_snapshot_with_the_controllers_memory_reproduces_the_live_status(
-    cluster: Cluster, exporter: Exporter, controller: subprocess.Popen[bytes], tmp_path: Path
+    cluster: Cluster, exporter: Exporter, controller: Controller, tmp_path: Path
 ) -> None:
     """`snapshot --controller-url` captures what the live reconcile saw -- the pods through the
     same index, the scale, the metrics, and the controller's memory -- so `decide` on it
@@ -758,14 +707,14 @@ def test_snapshot_with_the_controllers_memory_reproduces_the_live_status(
     for name in running_pods(cluster, "repro-app"):
         exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 9)  # 9 per pod against 10: keep 2
     port = free_port()
-    proc, _ = start_controller(cluster, tmp_path, "--hpa-selector=repro", f"--secure-port={port}")
-    try:
+    with start_controller(cluster, tmp_path, "--hpa-selector=repro", f"--secure-port={port}") as c:
+        wait_until(lambda: condition(cluster, "repro-app", "ScalingActive") == "True/ValidMetricFound",
+                   timeout=60, what="the live controller's steady state")  # fmt: skip
+        # a few more reconciles: its memory holds several recommendations
+        steady = reconciles(c.log, "repro-app")
         wait_until(
-            lambda: condition(cluster, "repro-app", "ScalingActive") == "True/ValidMetricFound",
-            timeout=60,
-            what="the live controller's steady state",
+            lambda: reconciles(c.log, "repro-app") >= steady + 2, timeout=10, what="two more reconciles"
         )
-        time.sleep(3)  # a few more reconciles: its memory holds several recommendations
         out = subprocess.run(
             [
                 sys.executable,
@@ -789,5 +738,3 @@ def test_snapshot_with_the_controllers_memory_reproduces_the_live_status(
         live = hpa(cluster, "repro-app")["status"]
         assert (decided.rescale, [e.reason for e in decided.events]) == (False, [])
         assert decided.status == live
-    finally:
-        stop_controller(proc)

@@ -18,19 +18,14 @@ from typing import Any
 import pytest
 
 from localcluster import Cluster
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    apply_items,
-    external_metric_app,
-    prefixed_rules,
-    register_and_start_adapter,
-    start_controller_process,
-    stop_adapter,
-    stop_process,
-    wait_until,
-)
+from tests.live import Live
+from tests.live import hpa_conditions
+from tests.live import scale_replicas
+from tests.support import AdapterProcess
+from tests.support import PrometheusProcess
+from tests.support import external_metric_app
+from tests.support import prefixed_rules
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NS = "fallback"
@@ -48,20 +43,13 @@ RULES = prefixed_rules("fb").replace("resourceRules:", ABSENT_RULES + "resourceR
 
 
 @pytest.fixture(scope="module")
-def adapter(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[AdapterProcess]:
-    for name in ("with", "without"):
-        exporter.set(f'fb_queue_depth{{namespace="{NS}",queue="{name}"}}', 20)
-    for metric in ("fb_absent_zero", "fb_absent_error"):
-        exporter.set(f'{metric}{{namespace="{NS}",queue="a"}}', 5)
-    wait_until(lambda: len(prometheus.query("fb_queue_depth")) == 2, what="scrape")
-    a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("adapter"), RULES)
-    yield a
-    stop_adapter(a)
+def adapter(live: Live) -> AdapterProcess:
+    samples = {f'fb_queue_depth{{namespace="{NS}",queue="{name}"}}': 20 for name in ("with", "without")}
+    samples |= {
+        f'{metric}{{namespace="{NS}",queue="a"}}': 5 for metric in ("fb_absent_zero", "fb_absent_error")
+    }
+    live.publish(samples, "fb_queue_depth", count=2)
+    return live.adapter(RULES)
 
 
 def objects() -> list[dict[str, Any]]:
@@ -76,20 +64,12 @@ def objects() -> list[dict[str, Any]]:
     return out
 
 
-def hpa(cluster: Cluster, name: str) -> dict[str, Any]:
-    return dict(json.loads(cluster.kubectl("-n", NS, "get", "hpa", name, "-o", "json").stdout))
-
-
 def conditions(cluster: Cluster, name: str) -> dict[str, tuple[str, str]]:
-    return {
-        c["type"]: (c["status"], c["reason"])
-        for c in hpa(cluster, name).get("status", {}).get("conditions", [])
-    }
+    return hpa_conditions(cluster, NS, name)
 
 
 def replicas(cluster: Cluster, name: str) -> int:
-    out = cluster.kubectl("get", "--raw", f"/apis/apps/v1/namespaces/{NS}/deployments/{name}/scale")
-    return int(json.loads(out.stdout)["spec"]["replicas"])
+    return scale_replicas(cluster, NS, name)
 
 
 def served(cluster: Cluster, metric: str, queue: str) -> list[str] | None:
@@ -99,25 +79,18 @@ def served(cluster: Cluster, metric: str, queue: str) -> list[str] | None:
 
 
 @pytest.fixture(scope="module")
-def controller(
-    cluster: Cluster, adapter: AdapterProcess, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Path]:
-    apply_items(cluster, objects())
-    log = tmp_path_factory.mktemp("controller") / "controller.log"
-    flags = (
-        "--hpa-selector=fallback",
-        f"--horizontal-pod-autoscaler-sync-period={SYNC:g}s",
-        "--log-format=console",
+def controller(cluster: Cluster, live: Live, adapter: AdapterProcess) -> Iterator[Path]:
+    cluster.apply(objects())
+    c = live.controller("--hpa-selector=fallback", f"--horizontal-pod-autoscaler-sync-period={SYNC:g}s")
+
+    def reading(name: str) -> bool:
+        return conditions(cluster, name).get("ScalingActive", ("", ""))[1] == "ValidMetricFound"
+
+    wait_until(
+        lambda: reading("with") and reading("without"), timeout=60, what="both HPAs reading their metric"
     )
-    proc = start_controller_process(cluster.kubeconfig, log, *flags)
-    try:
-        wait_until(lambda: conditions(cluster, "with").get("ScalingActive", ("", ""))[1] == "ValidMetricFound"
-                   and conditions(cluster, "without").get("ScalingActive", ("", ""))[1] == "ValidMetricFound",
-                   timeout=60, what="both HPAs reading their metric")  # fmt: skip
-        yield log
-    finally:
-        stop_process(proc)
-        cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
+    yield c.log
+    cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
 
 
 def test_a_stopped_prometheus_brings_the_configured_replicas_and_recovery_ends_it_within_a_period(

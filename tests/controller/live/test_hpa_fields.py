@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 from controller.live.hpa_fields import hpa_essentials
-from controller.live.second_writer import FIELD_MANAGER, status_writes
+from controller.live.second_writer import FIELD_MANAGER
+from controller.live.second_writer import status_writes
 from controller.live.writer import update_status
 from localcluster import Cluster
-from shared.kube.client import Kube, load
+from shared.kube.client import Kube
+from shared.kube.client import load
 
 NS = "hpa-fields"
 

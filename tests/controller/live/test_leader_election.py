@@ -9,7 +9,8 @@ from typing import Any
 import kubernetes
 import pytest
 
-from controller.live.leader import LeaderElector, NotLeader
+from controller.live.leader import LeaderElector
+from controller.live.leader import NotLeader
 from shared.kube.client import Kube
 
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
 from prometheus_client import generate_latest
 
-from controller.engine import Decision, decide, parse_snapshot
+from controller.engine import Decision
+from controller.engine import decide
+from controller.engine import parse_snapshot
 from controller.live.hpa_records import HpaRecords
 from controller.live.monitor import ControllerMetrics
 from controller.live.second_writer import Writers
-from tests.controller.engine.builders import pod_metrics, snapshot
+from tests.controller.engine.builders import pod_metrics
+from tests.controller.engine.builders import snapshot
 
 KEY = ("ns", "web")
 

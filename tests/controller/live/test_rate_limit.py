@@ -10,7 +10,6 @@ scale subresources.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
@@ -19,7 +18,10 @@ from typing import Any
 import pytest
 
 from localcluster import Cluster
-from tests.support import external_metric_app, start_controller_process, stop_process, wait_until
+from tests.support import external_metric_app
+from tests.support import start_controller_process
+from tests.support import stop_process
+from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -48,9 +50,7 @@ def objects() -> list[dict[str, Any]]:
 
 
 def test_requests_to_the_api_server_stay_within_kube_api_qps(cluster: Cluster, tmp_path: Path) -> None:
-    cluster.kubectl(
-        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects()})
-    )
+    cluster.apply(objects())
     controller = start_controller_process(
         cluster.kubeconfig,
         tmp_path / "controller.log",

@@ -15,7 +15,8 @@ import pytest
 from controller.engine.versions import Release
 from controller.live.reconciler import Reconciler
 from localcluster import Cluster
-from shared.kube.client import Kube, load
+from shared.kube.client import Kube
+from shared.kube.client import load
 from shared.kube.errors import Conflict
 from tests.support import cpu_deployment
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
-from controller.live.second_writer import FIELD_MANAGER, Writers, after_our_scale_write, judge
+from controller.live.second_writer import FIELD_MANAGER
+from controller.live.second_writer import Writers
+from controller.live.second_writer import after_our_scale_write
+from controller.live.second_writer import judge
 
 T0 = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 QUIET = timedelta(minutes=5)

@@ -10,10 +10,8 @@ over several periods -- say so with one Event per HPA, and never alternate with 
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,22 +19,19 @@ import pytest
 
 from controller.live.second_writer import FIELD_MANAGER
 from localcluster import Cluster
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    controller_get,
-    controller_get_json,
-    external_metric_app,
-    free_port,
-    prefixed_rules,
-    register_and_start_adapter,
-    start_controller_process,
-    start_hpa_only_kcm,
-    stop_adapter,
-    stop_process,
-    wait_until,
-)
+from tests.live import Live
+from tests.live import hpa
+from tests.live import running_controller
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import controller_get
+from tests.support import controller_get_json
+from tests.support import external_metric_app
+from tests.support import free_port
+from tests.support import prefixed_rules
+from tests.support import start_hpa_only_kcm
+from tests.support import stop_process
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NS = "second-writer"
@@ -44,20 +39,11 @@ HPAS = ("alpha", "beta")
 
 
 @pytest.fixture(scope="module")
-def adapter(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[AdapterProcess]:
-    for name in HPAS:
-        exporter.set(f'sw_queue_depth{{namespace="{NS}",queue="{name}"}}', 10)
-    wait_until(lambda: prometheus.query("sw_queue_depth") != [], what="scrape")
-    a = register_and_start_adapter(
-        cluster, prometheus, tmp_path_factory.mktemp("adapter"), prefixed_rules("sw")
+def adapter(live: Live) -> AdapterProcess:
+    live.publish(
+        {f'sw_queue_depth{{namespace="{NS}",queue="{name}"}}': 10 for name in HPAS}, "sw_queue_depth"
     )
-    yield a
-    stop_adapter(a)
+    return live.adapter(prefixed_rules("sw"))
 
 
 def objects() -> list[dict[str, Any]]:
@@ -94,9 +80,7 @@ def detections(cluster: Cluster) -> dict[str, int]:
 def test_beside_the_built_in_controller_promhpa_stops_writing_and_says_so_once(
     cluster: Cluster, exporter: Exporter, adapter: AdapterProcess, tmp_path: Path
 ) -> None:
-    cluster.kubectl(
-        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects()})
-    )
+    cluster.apply(objects())
     moving = threading.Event()
 
     def move() -> None:  # the metric changes every second: the built-in controller keeps writing
@@ -112,47 +96,31 @@ def test_beside_the_built_in_controller_promhpa_stops_writing_and_says_so_once(
         cluster, tmp_path / "kcm.log", free_port(), "--horizontal-pod-autoscaler-sync-period=2s"
     )
     port = free_port()
-    ours: subprocess.Popen[bytes] | None = None
+    flags = ("--hpa-selector=second-writer", "--horizontal-pod-autoscaler-sync-period=2s",
+             "--second-writer-quiet-period=10m", f"--secure-port={port}")  # fmt: skip
+
+    def passive() -> list[dict[str, Any]]:
+        return list(controller_get_json(cluster.kubeconfig, port, "/debug/writers")["items"])
+
     try:
-        wait_until(
-            lambda: all(
-                (
-                    json.loads(cluster.kubectl("-n", NS, "get", "hpa", n, "-o", "json").stdout).get("status")
-                    or {}
-                ).get("conditions")
-                for n in HPAS
-            ),
-            timeout=60,
-            what="the built-in controller's first statuses",
-        )
-        ours = start_controller_process(
-            cluster.kubeconfig,
-            tmp_path / "promhpa.log",
-            "--hpa-selector=second-writer",
-            "--horizontal-pod-autoscaler-sync-period=2s",
-            "--second-writer-quiet-period=10m",
-            f"--secure-port={port}",
-            "--log-format=console",
-        )
-        wait_until(lambda: set(detections(cluster)) == set(HPAS), timeout=60, what="a detection per HPA")
-        time.sleep(2)
-        after_detection = our_writes(cluster)
-        for _ in range(10):  # several periods of both controllers: promhpa writes nothing more
-            time.sleep(2)
-            assert our_writes(cluster) == after_detection
-        assert detections(cluster) == dict.fromkeys(HPAS, 1)  # said once per HPA, not every sync
-        metrics = controller_get(cluster.kubeconfig, port, "/metrics").decode()
-        for name in HPAS:
-            assert f'promhpa_controller_second_writer{{name="{name}",namespace="{NS}"}} 1.0' in metrics
-        passive = controller_get_json(cluster.kubeconfig, port, "/debug/writers")["items"]
-        assert {i["name"] for i in passive} == set(HPAS)
-        assert all("kube-controller-manager wrote its status" in i["evidence"] for i in passive)
-        log = (tmp_path / "promhpa.log").read_text()
-        assert log.count("another controller writes this HPA") == len(HPAS)
-        assert "writes this HPA again" not in log  # never alternates back while the other writes
+        wait_until(lambda: all(hpa(cluster, NS, n).get("status", {}).get("conditions") for n in HPAS),
+                   timeout=60, what="the built-in controller's first statuses")  # fmt: skip
+        with running_controller(cluster.kubeconfig, tmp_path / "promhpa.log", *flags) as ours:
+            wait_until(lambda: set(detections(cluster)) == set(HPAS), timeout=60, what="a detection per HPA")
+            wait_until(lambda: {i["name"] for i in passive()} == set(HPAS), timeout=10, what="both passive")
+            after_detection = our_writes(cluster)
+            for _ in range(10):  # several periods of both controllers: promhpa writes nothing more
+                time.sleep(2)
+                assert our_writes(cluster) == after_detection
+            assert detections(cluster) == dict.fromkeys(HPAS, 1)  # said once per HPA, not every sync
+            metrics = controller_get(cluster.kubeconfig, port, "/metrics").decode()
+            for name in HPAS:
+                assert f'promhpa_controller_second_writer{{name="{name}",namespace="{NS}"}} 1.0' in metrics
+            assert all("kube-controller-manager wrote its status" in i["evidence"] for i in passive())
+            log = ours.log.read_text()
+            assert log.count("another controller writes this HPA") == len(HPAS)
+            assert "writes this HPA again" not in log  # never alternates back while the other writes
     finally:
         moving.set()
-        if ours is not None:
-            stop_process(ours)
         stop_process(kcm)
         cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
-from controller.engine import decide, parse_snapshot
-from controller.engine.model import Behavior, History, ScaleEvent, ScalingPolicy, ScalingRules
+from controller.engine import decide
+from controller.engine import parse_snapshot
+from controller.engine.model import Behavior
+from controller.engine.model import History
+from controller.engine.model import ScaleEvent
+from controller.engine.model import ScalingPolicy
+from controller.engine.model import ScalingRules
 from controller.live.reconciler import dry_run_event
 from controller.live.shadow import Shadow
 from controller.live.shadow_diff import differences
+from localcluster.manifests import hpa_manifest
+from localcluster.manifests import object_metric
 from shared.durations import format_time
 
 T0 = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
@@ -229,24 +238,9 @@ def object_snapshot(
         {
             "now": f"{at:%Y-%m-%dT%H:%M:%S.%fZ}",
             "hpa": {
-                "apiVersion": "autoscaling/v2",
-                "kind": "HorizontalPodAutoscaler",
-                "metadata": {"name": "web", "namespace": "ns"},
-                "spec": {
-                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-                    "minReplicas": 1,
-                    "maxReplicas": 6,
-                    "metrics": [
-                        {
-                            "type": "Object",
-                            "object": {
-                                "describedObject": service,
-                                "metric": {"name": "rps"},
-                                "target": {"type": "Value", "value": "100"},
-                            },
-                        }
-                    ],
-                },
+                **hpa_manifest(
+                    "ns", "web", object_metric("rps", "Service", "frontend", "100"), max_replicas=6
+                ),
                 "status": {"currentReplicas": replicas, "desiredReplicas": replicas},
             },
             "scale": {

@@ -25,28 +25,31 @@ from typing import Any
 
 import pytest
 
-from localcluster import Cluster, ClusterError
-from localcluster.tools import K8S_OLDER_VERSION, K8S_VERSION
-from tests.support import (
-    ROOT,
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    controller_get,
-    controller_get_json,
-    cpu_deployment,
-    free_port,
-    insecure_tls,
-    missing,
-    prefixed_rules,
-    register_and_start_adapter,
-    start_controller_process,
-    start_hpa_only_kcm,
-    stop_adapter,
-    stop_process,
-    wait_http,
-    wait_until,
-)
+from localcluster import Cluster
+from localcluster import ClusterError
+from localcluster.manifests import external_metric
+from localcluster.manifests import hpa_manifest
+from localcluster.manifests import object_metric
+from localcluster.manifests import pods_metric
+from localcluster.tools import K8S_OLDER_VERSION
+from localcluster.tools import K8S_VERSION
+from tests.live import running_adapter
+from tests.live import running_controller
+from tests.support import ROOT
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import controller_get
+from tests.support import controller_get_json
+from tests.support import cpu_deployment
+from tests.support import free_port
+from tests.support import insecure_tls
+from tests.support import missing
+from tests.support import prefixed_rules
+from tests.support import start_hpa_only_kcm
+from tests.support import stop_process
+from tests.support import wait_http
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NS = "shadow"
@@ -54,10 +57,7 @@ SYNC = "2s"
 STABILIZATION = "10s"
 CONFIG = prefixed_rules("shadow")
 
-POD_METRIC = {
-    "type": "Pods",
-    "pods": {"metric": {"name": "requests"}, "target": {"type": "AverageValue", "averageValue": "10"}},
-}
+POD_METRIC = pods_metric("requests", "10")
 
 
 def rules(window: int, *policies: tuple[str, int, int], select: str = "Max") -> dict[str, Any]:
@@ -106,16 +106,7 @@ HPAS: dict[str, tuple[dict[str, Any], tuple[float, float, float]]] = {
         {
             "minReplicas": 1,
             "maxReplicas": 6,
-            "metrics": [
-                {
-                    "type": "Object",
-                    "object": {
-                        "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "frontend"},
-                        "metric": {"name": "service_rps"},
-                        "target": {"type": "Value", "value": "100"},
-                    },
-                }
-            ],
+            "metrics": [object_metric("service_rps", "Service", "frontend", "100")],
         },
         (150, 400, 50),
     ),
@@ -123,18 +114,7 @@ HPAS: dict[str, tuple[dict[str, Any], tuple[float, float, float]]] = {
         {
             "minReplicas": 1,
             "maxReplicas": 6,
-            "metrics": [
-                {
-                    "type": "External",
-                    "external": {
-                        "metric": {
-                            "name": "shadow_queue_depth",
-                            "selector": {"matchLabels": {"queue": "jobs"}},
-                        },
-                        "target": {"type": "AverageValue", "averageValue": "20"},
-                    },
-                }
-            ],
+            "metrics": [external_metric("shadow_queue_depth", "20", {"queue": "jobs"})],
         },
         (30, 95, 10),
     ),
@@ -155,15 +135,7 @@ HPAS: dict[str, tuple[dict[str, Any], tuple[float, float, float]]] = {
         {
             "minReplicas": 1,
             "maxReplicas": 4,
-            "metrics": [
-                {
-                    "type": "Pods",
-                    "pods": {
-                        "metric": {"name": "absent"},
-                        "target": {"type": "AverageValue", "averageValue": "1"},
-                    },
-                }
-            ],
+            "metrics": [pods_metric("absent", "1")],
         },
         (0, 0, 0),
     ),
@@ -227,9 +199,10 @@ def plane(
     """The session's control plane (K8S_VERSION), or one of the older release whose
     kube-controller-manager promhpa must agree with as that release (it reads the API
     server's version to choose)."""
-    exporter.set(f'shadow_requests{{namespace="{NS}",pod="seed"}}', 0)
-    exporter.set(f'shadow_service_rps{{namespace="{NS}",service="frontend"}}', 0)
-    exporter.set(f'shadow_queue_depth{{namespace="{NS}",queue="jobs"}}', 0)
+    for series in (f'shadow_requests{{namespace="{NS}",pod="seed"}}',
+                   f'shadow_service_rps{{namespace="{NS}",service="frontend"}}',
+                   f'shadow_queue_depth{{namespace="{NS}",queue="jobs"}}'):  # fmt: skip
+        exporter.set(series, 0)
     wait_until(lambda: prometheus.query("shadow_queue_depth") != [], what="scrape")
     own = None
     if request.param != cluster.k8s_version:
@@ -241,11 +214,8 @@ def plane(
             missing(f"the {request.param} control plane did not start: {e}")
     plane_cluster = own or cluster
     try:
-        a = register_and_start_adapter(plane_cluster, prometheus, tmp_path_factory.mktemp("adapter"), CONFIG)
-        try:
+        with running_adapter(plane_cluster, prometheus, tmp_path_factory.mktemp("adapter"), CONFIG) as a:
             yield Plane(plane_cluster, a)
-        finally:
-            stop_adapter(a)
     finally:
         if own is not None:
             own.down()
@@ -279,9 +249,7 @@ def make_apps(cluster: Cluster) -> None:
     ]
     for app in HPAS:
         objects.append(cpu_deployment(NS, app))
-    cluster.kubectl(
-        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-    )
+    cluster.apply(objects)
     try:
         wait_until(
             lambda: all(
@@ -306,18 +274,12 @@ def apps_state(cluster: Cluster) -> str:
 
 
 def make_hpas(cluster: Cluster) -> None:
-    items = [
-        {
-            "apiVersion": "autoscaling/v2",
-            "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": app, "namespace": NS, "labels": {"shadow-test": "true"}},
-            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app}, **spec},
-        }
-        for app, (spec, _) in HPAS.items()
-    ]
-    cluster.kubectl(
-        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
-    )
+    items = []
+    for app, (spec, _) in HPAS.items():
+        item = hpa_manifest(NS, app, labels={"shadow-test": "true"})
+        item["spec"].update(spec)
+        items.append(item)
+    cluster.apply(items)
 
 
 @pytest.mark.timeout(480)
@@ -331,94 +293,82 @@ def test_dry_run_beside_kube_controller_manager_finds_no_difference(
     driver.start()
     port = free_port()
     url = f"https://127.0.0.1:{port}"
-    ours = start_controller_process(
-        cluster.kubeconfig,
-        tmp_path / "promhpa.log",
-        "--dry-run",
-        "--hpa-selector=shadow-test",  # kcm acts on every HPA; we compare ours
-        f"--secure-port={port}",
-        f"--horizontal-pod-autoscaler-sync-period={SYNC}",
-        f"--horizontal-pod-autoscaler-downscale-stabilization={STABILIZATION}",
-        "--log-format=console",
-    )
+    flags = ("--dry-run", "--hpa-selector=shadow-test",  # kcm acts on every HPA; we compare ours
+             f"--secure-port={port}", f"--horizontal-pod-autoscaler-sync-period={SYNC}",
+             f"--horizontal-pod-autoscaler-downscale-stabilization={STABILIZATION}")  # fmt: skip
+    kcm: subprocess.Popen[bytes] | None = None
     try:
-        kcm = start_kcm(cluster, tmp_path / "kcm.log")
-    except OSError:
-        stop_process(ours)
-        raise
-    try:
-        wait_http(f"{url}/healthz", "the dry-run controller", context=insecure_tls())
-        make_hpas(cluster)
-        for phase, seconds in enumerate(PHASE_SECONDS):
-            driver.phase = phase
-            time.sleep(seconds)
-        result = shadow(cluster, port)
-        # promhpa decided as the cluster's own release (read from the API server)
-        release = cluster.k8s_version.removeprefix("v").rsplit(".", 1)[0]
-        assert f"kubernetes={release}" in (tmp_path / "promhpa.log").read_text()
-        compare = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "controller",
-                "compare",
-                f"--controller-url={url}",
-                "--all",
-                f"--kubeconfig={cluster.kubeconfig}",
-                "--insecure-skip-tls-verify",
-            ],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-        )
-        print(compare.stdout)
-        counts = [
-            ln
-            for ln in controller_get(cluster.kubeconfig, port, "/metrics").decode().splitlines()
-            if ln.startswith("promhpa_controller_shadow_comparisons_total")
-        ]
-        print("\n".join(counts))
-        items = {i["name"]: i for i in result["items"]}
-        assert set(items) == set(HPAS)
-        assert all(i["ownerStatus"].get("conditions") for i in items.values()), "kcm decided every HPA"
-        paired = result["ownerDecisionsCompared"]
-        print("owner decisions compared:", paired)
-        differing = [
-            ln for ln in (tmp_path / "promhpa.log").read_text().splitlines() if "differs from the owner" in ln
-        ]
-        assert paired["differ"] == 0, compare.stdout + "\n".join(differing)
-        assert result["differencesTotal"] == 0, compare.stdout
-        assert paired["agree"] >= 20  # not vacuous: most owner decisions had a comparable one of ours
-        assert compare.returncode == 0, compare.stdout + compare.stderr
-        # the paths that matter were taken: kcm rescaled under rate limits, which our memory followed
-        history = controller_get_json(cluster.kubeconfig, port, f"/debug/history/{NS}/ratelimited")
-        assert history.get("scaleUpEvents"), history
-        assert history.get("scaleDownEvents"), history
-        assert items["capped"]["status"]["desiredReplicas"] == 2
-        reasons = {c["type"]: c["reason"] for c in items["nodata"]["status"]["conditions"]}
-        assert reasons["ScalingActive"] == "FailedGetPodsMetric"
-        # promhpa wrote nothing (no HPA or Deployment names it as a field manager) and its
-        # events are its own
-        for kind in ("hpa", "deployments"):
-            objs = json.loads(
-                cluster.kubectl("-n", NS, "get", kind, "--show-managed-fields", "-o", "json").stdout
+        with running_controller(cluster.kubeconfig, tmp_path / "promhpa.log", *flags) as ours:
+            kcm = start_kcm(cluster, tmp_path / "kcm.log")
+            wait_http(f"{url}/healthz", "the dry-run controller", context=insecure_tls())
+            make_hpas(cluster)
+            for phase, seconds in enumerate(PHASE_SECONDS):
+                driver.phase = phase
+                time.sleep(seconds)
+            result = shadow(cluster, port)
+            # promhpa decided as the cluster's own release (read from the API server)
+            release = cluster.k8s_version.removeprefix("v").rsplit(".", 1)[0]
+            assert f"kubernetes={release}" in ours.log.read_text()
+            compare = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "controller",
+                    "compare",
+                    f"--controller-url={url}",
+                    "--all",
+                    f"--kubeconfig={cluster.kubeconfig}",
+                    "--insecure-skip-tls-verify",
+                ],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
             )
-            managers = {
-                m.get("manager") for o in objs["items"] for m in o["metadata"].get("managedFields", [])
-            }
-            assert "promhpa" not in managers, managers
-        events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
-        mine = [e for e in events if e.get("source", {}).get("component") == "promhpa"]
-        assert mine
-        assert all(e["reason"].startswith("DryRun") for e in mine)
-        assert not any(
-            e["reason"] == "SuccessfulRescale"
-            and e.get("source", {}).get("component") != "horizontal-pod-autoscaler"
-            for e in events
-        )
+            print(compare.stdout)
+            counts = [
+                ln
+                for ln in controller_get(cluster.kubeconfig, port, "/metrics").decode().splitlines()
+                if ln.startswith("promhpa_controller_shadow_comparisons_total")
+            ]
+            print("\n".join(counts))
+            items = {i["name"]: i for i in result["items"]}
+            assert set(items) == set(HPAS)
+            assert all(i["ownerStatus"].get("conditions") for i in items.values()), "kcm decided every HPA"
+            paired = result["ownerDecisionsCompared"]
+            print("owner decisions compared:", paired)
+            differing = [ln for ln in ours.log.read_text().splitlines() if "differs from the owner" in ln]
+            assert paired["differ"] == 0, compare.stdout + "\n".join(differing)
+            assert result["differencesTotal"] == 0, compare.stdout
+            assert paired["agree"] >= 20  # not vacuous: most owner decisions had a comparable one of ours
+            assert compare.returncode == 0, compare.stdout + compare.stderr
+            # the paths that matter were taken: kcm rescaled under rate limits, which our memory followed
+            history = controller_get_json(cluster.kubeconfig, port, f"/debug/history/{NS}/ratelimited")
+            assert history.get("scaleUpEvents"), history
+            assert history.get("scaleDownEvents"), history
+            assert items["capped"]["status"]["desiredReplicas"] == 2
+            reasons = {c["type"]: c["reason"] for c in items["nodata"]["status"]["conditions"]}
+            assert reasons["ScalingActive"] == "FailedGetPodsMetric"
+            # promhpa wrote nothing (no HPA or Deployment names it as a field manager) and its
+            # events are its own
+            for kind in ("hpa", "deployments"):
+                objs = json.loads(
+                    cluster.kubectl("-n", NS, "get", kind, "--show-managed-fields", "-o", "json").stdout
+                )
+                managers = {
+                    m.get("manager") for o in objs["items"] for m in o["metadata"].get("managedFields", [])
+                }
+                assert "promhpa" not in managers, managers
+            events = json.loads(cluster.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
+            mine = [e for e in events if e.get("source", {}).get("component") == "promhpa"]
+            assert mine
+            assert all(e["reason"].startswith("DryRun") for e in mine)
+            assert not any(
+                e["reason"] == "SuccessfulRescale"
+                and e.get("source", {}).get("component") != "horizontal-pod-autoscaler"
+                for e in events
+            )
     finally:
         driver.stopped.set()
-        stop_process(ours, timeout=10)
-        stop_process(kcm, timeout=10)
-        print((tmp_path / "promhpa.log").read_text()[-3000:])
+        if kcm is not None:
+            stop_process(kcm, timeout=10)
         cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)

@@ -21,15 +21,15 @@ from typing import Any
 import aiohttp
 import pytest
 
-from localcluster import Cluster, free_port
-from localcluster.promhpa import AS_PID_1, namespace_init
-from tests.support import (
-    external_metric_app,
-    leader_identity,
-    start_controller_process,
-    stop_process,
-    wait_until,
-)
+from localcluster import Cluster
+from localcluster import free_port
+from localcluster.promhpa import AS_PID_1
+from localcluster.promhpa import namespace_init
+from tests.support import external_metric_app
+from tests.support import leader_identity
+from tests.support import start_controller_process
+from tests.support import stop_process
+from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -87,9 +87,7 @@ async def _scrape(url: str, ctx: ssl.SSLContext, until: float, out: list[tuple[f
 def test_sigterm_as_pid_1_hands_the_lease_over_within_one_retry_period(
     cluster: Cluster, tmp_path: Path
 ) -> None:
-    cluster.kubectl(
-        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": _objects(10)})
-    )
+    cluster.apply(_objects(10))
     flags = (
         "--leader-elect",
         f"--leader-elect-resource-namespace={NS}",

@@ -16,21 +16,21 @@ from typing import Any
 import pytest
 
 from localcluster import Cluster
+from localcluster.manifests import external_metric
+from localcluster.manifests import hpa_manifest
 from localcluster.thanos import ThanosStack
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    Recorder,
-    cpu_deployment,
-    prometheus_binary,
-    register_and_start_adapter,
-    start_controller_process,
-    stop_adapter,
-    stop_process,
-    thanos_binary,
-    wait_until,
-)
+from tests.live import Live
+from tests.live import get_json
+from tests.live import hpa
+from tests.live import running_controller
+from tests.live import scale_replicas
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import Recorder
+from tests.support import cpu_deployment
+from tests.support import prometheus_binary
+from tests.support import thanos_binary
+from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
 NS = "thanos"
@@ -70,34 +70,20 @@ def thanos(exporter: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 @pytest.fixture(scope="module")
 def recorder(thanos: ThanosStack) -> Iterator[Recorder]:
-    r = Recorder(thanos.url)  # what the adapter sends the Querier
-    r.start()
-    yield r
-    r.close()
+    with Recorder(thanos.url) as r:  # what the adapter sends the Querier
+        yield r
 
 
 @pytest.fixture(scope="module")
-def adapter(
-    cluster: Cluster,
-    prometheus: PrometheusProcess,
-    thanos: ThanosStack,
-    recorder: Recorder,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[AdapterProcess]:
+def adapter(live: Live, thanos: ThanosStack, recorder: Recorder) -> AdapterProcess:
     both = 'count(thanos_queue_depth{queue="jobs"})'
-    wait_until(
-        lambda: [r["value"][1] for r in thanos.query(both, dedup="false")] == ["2"],
-        timeout=60,
-        what="both replicas' series in the Querier",
-    )
-    url = f"http://127.0.0.1:{recorder.server.server_address[1]}"
-    a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("adapter"), rules(url))
-    yield a
-    stop_adapter(a)
+    wait_until(lambda: [r["value"][1] for r in thanos.query(both, dedup="false")] == ["2"], timeout=60,
+               what="both replicas' series in the Querier")  # fmt: skip
+    return live.adapter(rules(recorder.url))
 
 
 def raw(cluster: Cluster, path: str) -> dict[str, Any]:
-    return dict(json.loads(cluster.kubectl("get", "--raw", path).stdout))
+    return dict(get_json(cluster, path))
 
 
 def test_external_metric_through_the_querier_is_deduplicated(
@@ -129,56 +115,25 @@ def test_an_hpa_scales_on_a_metric_served_through_thanos(
 ) -> None:
     cluster.kubectl("create", "namespace", NS, check=False)
     cluster.kubectl("apply", "-f", "-", input=json.dumps(cpu_deployment(NS, "worker")))
-    hpa = {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": "worker", "namespace": NS, "labels": {"thanos-test": "true"}},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "worker"},
-            "minReplicas": 1,
-            "maxReplicas": 10,
-            "metrics": [
-                {
-                    "type": "External",
-                    "external": {
-                        "metric": {
-                            "name": "thanos_queue_depth",
-                            "selector": {"matchLabels": {"queue": "jobs"}},
-                        },
-                        "target": {"type": "AverageValue", "averageValue": "10"},
-                    },
-                }
-            ],
-        },
-    }
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(hpa))
-    proc = start_controller_process(
-        cluster.kubeconfig,
-        tmp_path / "controller.log",
-        "--horizontal-pod-autoscaler-sync-period=1s",
-        "--hpa-selector=thanos-test",
-        "--log-format=console",
-    )
+    obj = hpa_manifest(NS, "worker", external_metric("thanos_queue_depth", "10", {"queue": "jobs"}),
+                       labels={"thanos-test": "true"})  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(obj))
+    flags = ("--horizontal-pod-autoscaler-sync-period=1s", "--hpa-selector=thanos-test")
+
+    def status() -> dict[str, Any]:
+        return dict(hpa(cluster, NS, "worker")["status"])
+
     try:
+        with running_controller(cluster.kubeconfig, tmp_path / "controller.log", *flags):
+            # 30 queued / 10 per replica: 3 replicas (6 would mean the replicas' copies were summed)
+            wait_until(lambda: status().get("desiredReplicas") == 3, timeout=60, what="3 desired replicas")
+            assert scale_replicas(cluster, NS, "worker") == 3
 
-        def status() -> dict[str, Any]:
-            return dict(
-                raw(cluster, f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers/worker")[
-                    "status"
-                ]
-            )
+            def average() -> str:
+                return str(status()["currentMetrics"][0]["external"]["current"]["averageValue"])
 
-        # 30 queued / 10 per replica: 3 replicas (6 would mean the replicas' copies were summed)
-        wait_until(lambda: status().get("desiredReplicas") == 3, timeout=60, what="3 desired replicas")
-        scale = raw(cluster, f"/apis/apps/v1/namespaces/{NS}/deployments/worker/scale")
-        assert scale["spec"]["replicas"] == 3
-
-        def average() -> str:
-            return str(status()["currentMetrics"][0]["external"]["current"]["averageValue"])
-
-        # once the 3 replicas are counted: 30 / 3 = 10 per replica, and no further scaling
-        wait_until(lambda: average() == "10", timeout=30, what="10 per replica at 3 replicas")
-        assert status()["desiredReplicas"] == 3
+            # once the 3 replicas are counted: 30 / 3 = 10 per replica, and no further scaling
+            wait_until(lambda: average() == "10", timeout=30, what="10 per replica at 3 replicas")
+            assert status()["desiredReplicas"] == 3
     finally:
-        stop_process(proc)
         cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)

@@ -5,9 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from controller.engine import decide, parse_snapshot
-from controller.live.why import Owner, WhyLog, changes
-from tests.controller.engine.builders import pod_metrics, snapshot
+from controller.engine import decide
+from controller.engine import parse_snapshot
+from controller.live.why import Owner
+from controller.live.why import WhyLog
+from controller.live.why import changes
+from tests.controller.engine.builders import pod_metrics
+from tests.controller.engine.builders import snapshot
 
 
 def decided(usage: str, current: int = 3, seconds: int = 0, **kw: Any) -> tuple[Any, Any]:

@@ -9,7 +9,6 @@ limited by a scale-up policy; their proposals and limiting steps are also on ``/
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,23 +18,19 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster import ROOT, Cluster
+from localcluster import ROOT
+from localcluster import Cluster
 from localcluster.tools import FORWARDED_POD_PORT
-from tests.support import (
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    apply_items,
-    controller_get,
-    external_metric_app,
-    free_port,
-    prefixed_rules,
-    register_and_start_adapter,
-    start_controller_process,
-    stop_adapter,
-    stop_process,
-    wait_until,
-)
+from tests.live import Live
+from tests.live import get_json
+from tests.live import running_controller
+from tests.live import scale_replicas
+from tests.support import AdapterProcess
+from tests.support import controller_get
+from tests.support import external_metric_app
+from tests.support import free_port
+from tests.support import prefixed_rules
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NS = "why"
@@ -43,21 +38,15 @@ HOME = "promhpa-why"  # the controller's namespace: its Lease and its (kwok) pod
 POD = "promhpa-controller-why-0"
 
 
+WHY = ("--hpa-selector=why", "--horizontal-pod-autoscaler-sync-period=1s")
+
+
 @pytest.fixture(scope="module")
-def adapter(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[AdapterProcess]:
-    for queue, value in (("up", 30), ("held", 10), ("limited", 50)):
-        exporter.set(f'why_queue_depth{{namespace="{NS}",queue="{queue}"}}', value)
-    wait_until(lambda: len(prometheus.query("why_queue_depth")) == 3, what="scrape")
-    a = register_and_start_adapter(
-        cluster, prometheus, tmp_path_factory.mktemp("adapter"), prefixed_rules("why")
-    )
-    yield a
-    stop_adapter(a)
+def adapter(live: Live) -> AdapterProcess:
+    depths = {"up": 30, "held": 10, "limited": 50}
+    live.publish({f'why_queue_depth{{namespace="{NS}",queue="{q}"}}': v for q, v in depths.items()},
+                 "why_queue_depth", count=3)  # fmt: skip
+    return live.adapter(prefixed_rules("why"))
 
 
 def objects() -> list[dict[str, Any]]:
@@ -87,48 +76,20 @@ def objects() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def leader(
-    cluster: Cluster, adapter: AdapterProcess, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Path]:
-    apply_items(cluster, objects())
+def leader(cluster: Cluster, live: Live, adapter: AdapterProcess) -> Iterator[Path]:
+    cluster.apply(objects())
+    pod = f"/api/v1/namespaces/{HOME}/pods/{POD}"
+    wait_until(lambda: get_json(cluster, pod)["status"].get("phase") == "Running", timeout=60,
+               what="the leader's pod to run")  # fmt: skip
+    lease = (f"--leader-elect-resource-namespace={HOME}", "--leader-elect-resource-name=promhpa-controller")
+    c = live.controller(*WHY, f"--secure-port={cluster.ports['forwarded']}", "--leader-elect", *lease,
+                        name="leader", env={"POD_NAME": POD})  # fmt: skip
     wait_until(
-        lambda: (
-            json.loads(cluster.kubectl("-n", HOME, "get", "pod", POD, "-o", "json").stdout)["status"].get(
-                "phase"
-            )
-            == "Running"
-        ),
-        timeout=60,
-        what="the leader's pod to run",
+        lambda: scale_replicas(cluster, NS, "up") == 3, timeout=90, what="the leader to scale `up` to 3"
     )
-    log = tmp_path_factory.mktemp("leader") / "controller.log"
-    proc = _controller(cluster, log, f"--secure-port={cluster.ports['forwarded']}", "--leader-elect",
-                       f"--leader-elect-resource-namespace={HOME}",
-                       "--leader-elect-resource-name=promhpa-controller", env={"POD_NAME": POD})  # fmt: skip
-    try:
-        wait_until(lambda: _replicas(cluster, "up") == 3, timeout=90, what="the leader to scale `up` to 3")
-        wait_until(lambda: _replicas(cluster, "limited") == 2, timeout=60, what="`limited` to 2")
-        yield log
-    finally:
-        stop_process(proc)
-        cluster.kubectl("delete", "namespace", NS, HOME, "--wait=false", check=False)
-
-
-def _controller(cluster: Cluster, log: Path, *flags: str, env: dict[str, str] | None = None) -> Any:
-    old = dict(os.environ)
-    os.environ.update(env or {})
-    try:
-        return start_controller_process(cluster.kubeconfig, log, "--hpa-selector=why",
-                                        "--horizontal-pod-autoscaler-sync-period=1s", "--log-format=console",
-                                        *flags)  # fmt: skip
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
-
-
-def _replicas(cluster: Cluster, name: str) -> int:
-    out = cluster.kubectl("get", "--raw", f"/apis/apps/v1/namespaces/{NS}/deployments/{name}/scale")
-    return int(json.loads(out.stdout)["spec"]["replicas"])
+    wait_until(lambda: scale_replicas(cluster, NS, "limited") == 2, timeout=60, what="`limited` to 2")
+    yield c.log
+    cluster.kubectl("delete", "namespace", NS, HOME, "--wait=false", check=False)
 
 
 def why(cluster: Cluster, hpa: str, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -198,9 +159,10 @@ def test_in_shadow_mode_why_explains_what_the_owner_did_and_whether_promhpa_agre
     cluster: Cluster, leader: Path, tmp_path: Path
 ) -> None:
     port = free_port()
-    shadow = _controller(cluster, tmp_path / "shadow.log", "--dry-run", f"--secure-port={port}")
     url = f"--controller-url=https://127.0.0.1:{port}"
-    try:
+    with running_controller(
+        cluster.kubeconfig, tmp_path / "shadow.log", *WHY, "--dry-run", f"--secure-port={port}"
+    ):
         wait_until(
             lambda: why(cluster, f"{NS}/up", url).returncode == 0, timeout=60, what="a shadow decision"
         )
@@ -211,8 +173,6 @@ def test_in_shadow_mode_why_explains_what_the_owner_did_and_whether_promhpa_agre
         assert entry["owner"]["desiredReplicas"] == 3
         assert entry["owner"]["agrees"] is True, entry["owner"]
         assert "owner: desired 3" in why(cluster, f"{NS}/up", url).stdout
-    finally:
-        stop_process(shadow)
 
 
 def test_why_for_an_hpa_the_leader_has_not_reconciled_says_so(cluster: Cluster, leader: Path) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.replay.hpa_fields import FieldError, check
+from controller.replay.hpa_fields import FieldError
+from controller.replay.hpa_fields import check
 
 
 @pytest.mark.parametrize(

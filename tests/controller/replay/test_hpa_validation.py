@@ -8,32 +8,20 @@ from typing import Any
 import pytest
 
 from controller.replay.hpa_validation import validate_hpa
+from localcluster.manifests import hpa_manifest
+from localcluster.manifests import pods_metric
 
-HPA: dict[str, Any] = {
-    "apiVersion": "autoscaling/v2",
-    "kind": "HorizontalPodAutoscaler",
-    "metadata": {"name": "web", "namespace": "shop"},
-    "spec": {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-        "minReplicas": 1,
-        "maxReplicas": 10,
-        "metrics": [
-            {
-                "type": "Pods",
-                "pods": {"metric": {"name": "q"}, "target": {"type": "AverageValue", "averageValue": "10"}},
-            },
-            {
-                "type": "Resource",
-                "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}},
-            },
-        ],
-        "behavior": {
-            "scaleUp": {
-                "selectPolicy": "Max",
-                "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15}],
-            }
-        },
+HPA: dict[str, Any] = hpa_manifest(
+    "shop",
+    "web",
+    pods_metric("q", "10"),
+    {
+        "type": "Resource",
+        "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}},
     },
+)
+HPA["spec"]["behavior"] = {
+    "scaleUp": {"selectPolicy": "Max", "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15}]}
 }
 
 

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
-from controller.replay.record import default_pod_regex, pod_startup, prometheus
+from controller.replay.record import default_pod_regex
+from controller.replay.record import pod_startup
+from controller.replay.record import prometheus
 from promclient.prometheus import Prometheus
-from tests.support import Exporter, PrometheusProcess, wait_until
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import wait_until
 
 NS = "record"
 

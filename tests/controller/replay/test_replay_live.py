@@ -15,28 +15,27 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from localcluster import Cluster
-from localcluster.demo import HPA, RULES, DemoApp
+from localcluster.demo import HPA
+from localcluster.demo import RULES
+from localcluster.demo import DemoApp
 from shared.durations import format_time
-from tests.support import (
-    ROOT,
-    AdapterProcess,
-    Exporter,
-    PrometheusProcess,
-    register_and_start_adapter,
-    start_controller_process,
-    stop_adapter,
-    stop_process,
-    wait_until,
-)
+from tests.live import Live
+from tests.live import running_controller
+from tests.live import scale_replicas
+from tests.support import ROOT
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NS, APP = "replay", "shop"
@@ -44,17 +43,10 @@ SYNC = 3
 
 
 @pytest.fixture(scope="module")
-def adapter(
-    cluster: Cluster,
-    exporter: Exporter,
-    prometheus: PrometheusProcess,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[AdapterProcess]:
-    exporter.set(f'demo_http_requests_per_second{{namespace="{NS}",pod="seed"}}', 0)
-    wait_until(lambda: prometheus.query("demo_http_requests_per_second") != [], what="scrape")
-    a = register_and_start_adapter(cluster, prometheus, tmp_path_factory.mktemp("adapter"), RULES)
-    yield a
-    stop_adapter(a)
+def adapter(live: Live) -> AdapterProcess:
+    live.publish({f'demo_http_requests_per_second{{namespace="{NS}",pod="seed"}}': 0},
+                 "demo_http_requests_per_second")  # fmt: skip
+    return live.adapter(RULES)
 
 
 def hpa() -> dict[str, Any]:
@@ -64,8 +56,7 @@ def hpa() -> dict[str, Any]:
 
 
 def replicas(cluster: Cluster) -> int:
-    path = f"/apis/apps/v1/namespaces/{NS}/deployments/{APP}/scale"
-    return int(json.loads(cluster.kubectl("get", "--raw", path).stdout)["spec"]["replicas"])
+    return scale_replicas(cluster, NS, APP)
 
 
 @dataclass(frozen=True)
@@ -89,28 +80,27 @@ def history(
     cluster.kubectl("create", "namespace", NS, check=False)
     cluster.kubectl("-n", NS, "create", "deployment", APP, "--image=example.invalid/shop", "--replicas=1")
     app = DemoApp(cluster, exporter, NS, APP)
-    controller = start_controller_process(
-        cluster.kubeconfig, tmp_path / "controller.log", "--hpa-selector=replay",
-        f"--horizontal-pod-autoscaler-sync-period={SYNC}s", "--log-format=console",
-    )  # fmt: skip
+    flags = ("--hpa-selector=replay", f"--horizontal-pod-autoscaler-sync-period={SYNC}s")
     try:
-        app.rate = 5
-        wait_until(lambda: len(app.pods()) == 1, timeout=60, what="the first pod")
-        time.sleep(2)
-        began = datetime.now(UTC)
-        cluster.kubectl("apply", "-f", "-", input=json.dumps(hpa()))
-        time.sleep(12)
-        app.rate = 65
-        wait_until(lambda: replicas(cluster) == 7, timeout=90, what="7 replicas")
-        time.sleep(9)
-        app.rate = 8
-        wait_until(lambda: replicas(cluster) == 1, timeout=90, what="back to 1 replica")
-        time.sleep(6)
-        ended = datetime.now(UTC)
-        time.sleep(2)  # the last samples scraped
+        with running_controller(cluster.kubeconfig, tmp_path / "controller.log", *flags):
+            app.rate = 5
+            wait_until(lambda: len(app.pods()) == 1, timeout=60, what="the first pod")
+            time.sleep(2)  # the curve: a short quiet lead-in before the HPA exists
+            began = datetime.now(UTC)
+            cluster.kubectl("apply", "-f", "-", input=json.dumps(hpa()))
+            time.sleep(12)  # the curve: 12 s at 5 req/s
+            app.rate = 65
+            wait_until(lambda: replicas(cluster) == 7, timeout=90, what="7 replicas")
+            time.sleep(9)  # the curve: held at 65 req/s
+            app.rate = 8
+            wait_until(lambda: replicas(cluster) == 1, timeout=90, what="back to 1 replica")
+            time.sleep(6)  # the curve: a quiet tail
+            ended = datetime.now(UTC)
+            load = f'demo_http_requests_per_second{{namespace="{NS}"}}'
+            wait_until(lambda: prometheus.sampled_since(load, ended.timestamp()), timeout=30,
+                       what="the last samples scraped")  # fmt: skip
     finally:
         app.stop()
-        stop_process(controller)
     (tmp_path / "hpa.yaml").write_text(json.dumps(hpa()))
     (tmp_path / "rules.yaml").write_text(RULES)
     return History(began, ended, tmp_path)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -10,35 +12,23 @@ import pytest
 
 from controller.engine.model import Settings
 from controller.replay.plot import plot
-from controller.replay.report import as_csv, summarize
+from controller.replay.report import as_csv
+from controller.replay.report import summarize
 from controller.replay.simulate import Step
-from controller.replay.variants import moment, replay, set_path
+from controller.replay.variants import moment
+from controller.replay.variants import replay
+from controller.replay.variants import set_path
+from localcluster.manifests import hpa_manifest
+from localcluster.manifests import pods_metric
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 SYNC = timedelta(seconds=3)
 
 
 def hpa(target: str = "10", window: int = 15, max_replicas: int = 8) -> dict[str, Any]:
-    return {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": "shop", "namespace": "demo"},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "shop"},
-            "minReplicas": 1,
-            "maxReplicas": max_replicas,
-            "metrics": [
-                {
-                    "type": "Pods",
-                    "pods": {
-                        "metric": {"name": "rps"},
-                        "target": {"type": "AverageValue", "averageValue": target},
-                    },
-                }
-            ],
-            "behavior": {"scaleDown": {"stabilizationWindowSeconds": window}},
-        },
-    }
+    h = hpa_manifest("demo", "shop", pods_metric("rps", target), max_replicas=max_replicas)
+    h["spec"]["behavior"] = {"scaleDown": {"stabilizationWindowSeconds": window}}
+    return h
 
 
 def curve(*phases: tuple[float | None, int]) -> list[Step]:

@@ -8,10 +8,17 @@ from typing import Any
 
 from controller.engine.model import Settings
 from controller.replay.report import summarize
-from controller.replay.tune import Knobs, apply, check, minutes_above, spec_diff, tune
+from controller.replay.tune import Knobs
+from controller.replay.tune import apply
+from controller.replay.tune import check
+from controller.replay.tune import minutes_above
+from controller.replay.tune import spec_diff
+from controller.replay.tune import tune
 from controller.replay.variants import replay
 
-from .test_simulate import SYNC, curve, hpa
+from .test_simulate import SYNC
+from .test_simulate import curve
+from .test_simulate import hpa
 
 LOAD = curve((20, 10), (65, 20), (30, 15), (8, 30), (40, 10), (8, 30))
 

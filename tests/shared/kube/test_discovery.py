@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from localcluster import Cluster
-from shared.kube.client import Kube, load
+from shared.kube.client import Kube
+from shared.kube.client import load
 from shared.kube.discovery import RESTMapper
 from shared.kube.errors import NotFound
 

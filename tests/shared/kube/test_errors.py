@@ -6,7 +6,12 @@ import json
 
 import pytest
 
-from shared.kube.errors import Conflict, Forbidden, KubeError, NotFound, Timeout, from_status
+from shared.kube.errors import Conflict
+from shared.kube.errors import Forbidden
+from shared.kube.errors import KubeError
+from shared.kube.errors import NotFound
+from shared.kube.errors import Timeout
+from shared.kube.errors import from_status
 
 
 def status(code: int, reason: str, message: str) -> bytes:

@@ -15,10 +15,17 @@ from pathlib import Path
 import kubernetes
 import pytest
 
-from localcluster import Cluster, service_account_kubeconfig
-from shared.kube.client import Kube, load
-from shared.kube.errors import Conflict, Forbidden, KubeError, NotFound, Timeout
-from shared.kube.http import AsyncHTTP, unsupported
+from localcluster import Cluster
+from localcluster import service_account_kubeconfig
+from shared.kube.client import Kube
+from shared.kube.client import load
+from shared.kube.errors import Conflict
+from shared.kube.errors import Forbidden
+from shared.kube.errors import KubeError
+from shared.kube.errors import NotFound
+from shared.kube.errors import Timeout
+from shared.kube.http import AsyncHTTP
+from shared.kube.http import unsupported
 
 NS = "kube-http"
 

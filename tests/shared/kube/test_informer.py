@@ -3,15 +3,18 @@ must equal a full scan, through creates, relabels and deletes."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from localcluster import Cluster
-from shared.kube.client import Kube, load
-from shared.kube.informer import Informer, namespace_index, without_managed_fields
-from shared.selectors import Selector, parse
-from tests.support import pod_manifest, wait_until
+from shared.kube.client import Kube
+from shared.kube.client import load
+from shared.kube.informer import Informer
+from shared.kube.informer import namespace_index
+from shared.kube.informer import without_managed_fields
+from shared.selectors import Selector
+from shared.selectors import parse
+from tests.support import pod_manifest
+from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
 NS = "informer"
@@ -50,9 +53,7 @@ def test_select_through_the_label_index_equals_a_full_scan(cluster: Cluster) -> 
         pod("api-1", {"app": "api", "tier": "backend"}),
         pod("other", {"team": "x"}),
     ]
-    cluster.kubectl(
-        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
-    )
+    cluster.apply(items)
     kube = Kube(load(str(cluster.kubeconfig)))
     informer = Informer(kube, "/api/v1/pods", transform=without_managed_fields).start()
     try:
@@ -113,7 +114,7 @@ def test_a_list_is_read_a_page_at_a_time_and_the_watch_follows_it(cluster: Clust
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"m{i}", "namespace": ns}}
         for i in range(7)
     ]
-    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": maps}))
+    cluster.apply(maps)
     kube = Kube(load(str(cluster.kubeconfig)))
     asked: list[list[tuple[str, str]]] = []
     real_get = kube.get_sync

@@ -19,10 +19,13 @@ import pytest
 import structlog
 
 from localcluster import Cluster
-from shared.kube.client import Kube, load
-from shared.kube.informer import Informer, without_managed_fields
+from shared.kube.client import Kube
+from shared.kube.client import load
+from shared.kube.informer import Informer
+from shared.kube.informer import without_managed_fields
 from tests.netproxy import Proxy
-from tests.support import pod_manifest, wait_until
+from tests.support import pod_manifest
+from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
 NS = "informer-healing"

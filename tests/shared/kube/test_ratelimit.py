@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.kube.ratelimit import PerClient, TokenBucket
+from shared.kube.ratelimit import PerClient
+from shared.kube.ratelimit import TokenBucket
 
 
 class Clock:

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from shared.kube.resources import (
-    GroupVersion,
-    GroupVersionError,
-    by_kind,
-    by_plural,
-    by_singular,
-    resource_path,
-)
+from shared.kube.resources import GroupVersion
+from shared.kube.resources import GroupVersionError
+from shared.kube.resources import by_kind
+from shared.kube.resources import by_plural
+from shared.kube.resources import by_singular
+from shared.kube.resources import resource_path
 
 
 @pytest.mark.parametrize(
