@@ -32,6 +32,7 @@ from pathlib import Path
 
 import localcluster
 from benchmarks.doc_tables import invocation, update_section
+from localcluster.manifests import external_metric, hpa_manifest
 from localcluster.prometheus import Exporter
 from localcluster.promhpa import (
     external_rules,
@@ -141,28 +142,8 @@ def deployment(i: int, pods: int) -> dict[str, object]:
 
 
 def hpa(i: int, pods: int) -> dict[str, object]:
-    return {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": f"d{i}", "namespace": NS},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"d{i}"},
-            "minReplicas": 1,
-            "maxReplicas": pods * 2,
-            "metrics": [
-                {
-                    "type": "External",
-                    "external": {
-                        "metric": {
-                            "name": "bench_queue_depth",
-                            "selector": {"matchLabels": {"queue": f"q{i}"}},
-                        },
-                        "target": {"type": "AverageValue", "averageValue": "5"},
-                    },
-                }
-            ],
-        },
-    }
+    queue = external_metric("bench_queue_depth", "5", {"queue": f"q{i}"})
+    return hpa_manifest(NS, f"d{i}", queue, max_replicas=pods * 2)
 
 
 def run_size(

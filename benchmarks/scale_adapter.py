@@ -22,6 +22,7 @@ from pathlib import Path
 
 import localcluster
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
+from localcluster.promhpa import pods_rules
 from localcluster.tools import FAKE_NODES, wait_until
 from rules.config import GroupResource, parse_config
 from rules.queries import ObjectQuery, custom_query
@@ -47,13 +48,7 @@ DISCOVERY_HEADER = (
 DISCOVERY_ALIGN = "|---:|---|---:|---:|---:|---:|"
 PODS_HEADER = "| pods | adapter | req/s | p50 ms | p99 ms | CPU ms/request |"
 PODS_ALIGN = "|---:|---|---:|---:|---:|---:|"
-PODS_RULES = """
-rules:
-- seriesQuery: '{__name__="scale_load",namespace!="",pod!=""}'
-  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
-  name: {matches: "^scale_(.*)$", as: "${1}"}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-"""
+PODS_RULES = pods_rules("scale")  # scale_load, served as `load`
 
 
 def discovery_rows(cluster: localcluster.Cluster, work: Path, series: int, metrics: int = 100) -> list[str]:

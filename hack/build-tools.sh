@@ -181,16 +181,20 @@ build_prometheus_adapter() {
 # The benchmarks' load generator (benchmarks/loadgen, test tooling): a Go client, as the
 # aggregator is, so the client's own CPU does not bound the rates it measures. Cached by a
 # hash of its source, so an edit builds a new one.
-loadgen_dir() {
+# A small Go program of ours (go.mod and main.go in SRC, relative to the checkout), cached
+# under NAME-<hash of its source>.
+source_dir() { # NAME SRC
   local here; here=$(cd "$(dirname "$0")/.." && pwd)
-  echo "$CACHE/bin/loadgen-$(cat "$here/benchmarks/loadgen/go.mod" "$here/benchmarks/loadgen/main.go" | sha256sum | cut -c1-12)"
+  echo "$CACHE/bin/$1-$(cat "$here/$2/go.mod" "$here/$2/main.go" | sha256sum | cut -c1-12)"
 }
-build_loadgen() {
-  local here out; here=$(cd "$(dirname "$0")/.." && pwd); out=$(loadgen_dir)
+build_source() { # NAME SRC
+  local here out; here=$(cd "$(dirname "$0")/.." && pwd); out=$(source_dir "$1" "$2")
   mkdir -p "$out.tmp"
-  (cd "$here/benchmarks/loadgen" && go build -trimpath -o "$out.tmp/loadgen" .)
+  (cd "$here/$2" && go build -trimpath -o "$out.tmp/$1" .)
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
+loadgen_dir() { source_dir loadgen benchmarks/loadgen; }
+build_loadgen() { build_source loadgen benchmarks/loadgen; }
 
 # The differential test's harness (test tooling): upstream's own pkg/controller/podautoscaler,
 # copied unchanged from the module cache into a wrapper module next to our driver file
@@ -228,16 +232,8 @@ build_differential() {
 
 # Go's regexp behind a JSON driver (tests/rules/goregexp, test tooling): the regex
 # differential test's reference. Standard library only; cached by a hash of its source.
-goregexp_dir() {
-  local here; here=$(cd "$(dirname "$0")/.." && pwd)
-  echo "$CACHE/bin/goregexp-$(cat "$here/tests/rules/goregexp/go.mod" "$here/tests/rules/goregexp/main.go" | sha256sum | cut -c1-12)"
-}
-build_goregexp() {
-  local here out; here=$(cd "$(dirname "$0")/.." && pwd); out=$(goregexp_dir)
-  mkdir -p "$out.tmp"
-  (cd "$here/tests/rules/goregexp" && go build -trimpath -o "$out.tmp/goregexp" .)
-  rm -rf "$out"; mv "$out.tmp" "$out"
-}
+goregexp_dir() { source_dir goregexp tests/rules/goregexp; }
+build_goregexp() { build_source goregexp tests/rules/goregexp; }
 
 # KEDA's operator and metrics server, and its CRDs from the same module zip. Its go.mod
 # replaces one dependency with another version (not a local path), which `go install`

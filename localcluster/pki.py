@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import ipaddress
 from pathlib import Path
 
@@ -10,6 +9,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from shared.tls import certificate
 
 # --- certificates -----------------------------------------------------------------------
 
@@ -35,15 +36,8 @@ def _write(path: Path, key: rsa.RSAPrivateKey | None, cert: x509.Certificate | N
 def make_ca(path: Path, cn: str) -> tuple[rsa.RSAPrivateKey, x509.Certificate]:
     key = _key()
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-    now = dt.datetime.now(dt.UTC)
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(now + dt.timedelta(days=365))
+        certificate(name, name, key.public_key())
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -78,21 +72,11 @@ def issue(
     attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)] + [
         x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs
     ]
-    now = dt.datetime.now(dt.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name(attrs))
-        .issuer_name(ca[1].subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(now + dt.timedelta(days=365))
-        .add_extension(
-            x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
-            ),
-            critical=False,
-        )
+    usage = x509.ExtendedKeyUsage(
+        [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
+    )
+    builder = certificate(x509.Name(attrs), ca[1].subject, key.public_key()).add_extension(
+        usage, critical=False
     )
     if dns or ips:
         sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]

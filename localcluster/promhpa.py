@@ -21,7 +21,7 @@ from typing import Any
 from .cluster import Cluster
 from .manifests import adapter_manifests, service_account_kubeconfig
 from .prometheus import PrometheusProcess
-from .tools import ROOT, Binaries, cache_bin, free_port, wait_http, wait_until
+from .tools import ROOT, Binaries, cache_bin, free_port, insecure_tls, wait_http, wait_until
 
 
 def external_rules(metric: str, by: str = "queue") -> str:
@@ -75,6 +75,21 @@ class AdapterProcess:
             return str(r.read().decode())
 
 
+def python_m(
+    log: Path, *args: str, prefix: tuple[str, ...] = (), env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """``python -m <args>`` from the checkout, its output appended to ``log``; ``prefix`` runs
+    it under another command, ``env`` adds to this process's environment."""
+    with open(log, "ab") as out:  # the child keeps its own descriptor
+        return subprocess.Popen(
+            [*prefix, sys.executable, "-m", *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env={**os.environ, **env} if env else None,
+        )
+
+
 def start_adapter(
     directory: Path,
     prometheus_url: str,
@@ -91,37 +106,31 @@ def start_adapter(
     port = port or free_port()
     health_port = free_port()
     log = directory / "adapter.log"
-    out = open(log, "ab")  # noqa: SIM115 - owned by the child
-    proc = subprocess.Popen(
-        [
-            *prefix,
-            sys.executable,
-            "-m",
-            "adapter",
-            *(["--insecure-skip-auth"] if insecure else []),
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--health-port={health_port}",
-            f"--prometheus-url={prometheus_url}",
-            f"--config={cfg}",
-            f"--cert-dir={directory / 'certs'}",
-            "--log-format=console",
-            *extra,
-        ],
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        cwd=ROOT,
+    proc = python_m(
+        log,
+        "adapter",
+        *(["--insecure-skip-auth"] if insecure else []),
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--health-port={health_port}",
+        f"--prometheus-url={prometheus_url}",
+        f"--config={cfg}",
+        f"--cert-dir={directory / 'certs'}",
+        "--log-format=console",
+        *extra,
+        prefix=prefix,
     )
-    out.close()
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE  # the test trusts the adapter's fresh self-signed certificate
-    a = AdapterProcess(port, proc, log, ctx, health_port)
+    # the test trusts the adapter's fresh self-signed certificate
+    return _ready(AdapterProcess(port, proc, log, insecure_tls(), health_port), "/readyz", "adapter", 30)
+
+
+def _ready(a: AdapterProcess, path: str, what: str, timeout: float) -> AdapterProcess:
+    """``a`` once ``path`` answers; stopped, with its log's tail, if it does not in time."""
     try:
-        wait_http(f"{a.url}/readyz", "adapter", timeout=30, context=ctx)
+        wait_http(f"{a.url}{path}", what, timeout=timeout, context=a.ctx)
     except AssertionError:
         stop_adapter(a)
-        raise AssertionError("adapter did not become ready:\n" + log.read_text()[-3000:]) from None
+        raise AssertionError(f"{what} did not become ready:\n" + a.log.read_text()[-3000:]) from None
     return a
 
 
@@ -218,16 +227,7 @@ def start_prometheus_adapter(
         stdout=out, stderr=subprocess.STDOUT,
     )  # fmt: skip
     out.close()
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    a = AdapterProcess(port, proc, log, ctx)
-    try:
-        wait_http(f"{a.url}/healthz", "prometheus-adapter", timeout=60, context=ctx)
-    except AssertionError:
-        stop_adapter(a)
-        raise AssertionError("prometheus-adapter did not start:\n" + log.read_text()[-3000:]) from None
-    return a
+    return _ready(AdapterProcess(port, proc, log, insecure_tls()), "/healthz", "prometheus-adapter", 60)
 
 
 AS_PID_1 = ("unshare", "--pid", "--fork")  # a PID namespace of its own: the command is its process 1
@@ -257,30 +257,23 @@ def start_controller_process(
     """`python -m controller run` on loopback with its output appended to ``log`` (its
     endpoints on a free port unless ``flags`` name one; self-signed, in the log's folder);
     ``env`` adds to this process's environment (a pod's ``POD_NAME``, say)."""
-    out = open(log, "ab")  # noqa: SIM115 - owned by the child
-    proc = subprocess.Popen(
-        [
-            *prefix,
-            sys.executable,
-            "-m",
-            "controller",
-            "run",
-            f"--kubeconfig={kubeconfig}",
-            "--bind-address=127.0.0.1",
-            f"--cert-dir={log.parent / (log.stem + '-certs')}",
-            *(
-                flags
-                if any(f.startswith(("--port=", "--secure-port=")) for f in flags)
-                else (*flags, f"--secure-port={free_port()}")
-            ),
-        ],
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        cwd=ROOT,
-        env={**os.environ, **env} if env else None,
+    port = (
+        ()
+        if any(f.startswith(("--port=", "--secure-port=")) for f in flags)
+        else (f"--secure-port={free_port()}",)
     )
-    out.close()
-    return proc
+    return python_m(
+        log,
+        "controller",
+        "run",
+        f"--kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--cert-dir={log.parent / (log.stem + '-certs')}",
+        *flags,
+        *port,
+        prefix=prefix,
+        env=env,
+    )
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15) -> None:

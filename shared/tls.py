@@ -14,6 +14,30 @@ import datetime as dt
 import ipaddress
 import ssl
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPublicKeyTypes
+
+
+def certificate(
+    subject: x509.Name, issuer: x509.Name, public_key: CertificateIssuerPublicKeyTypes, days: int = 365
+) -> x509.CertificateBuilder:
+    """A certificate valid from a little before now (clocks drift between hosts) for ``days``;
+    the caller adds its extensions and signs it."""
+    from cryptography import x509
+
+    now = dt.datetime.now(dt.UTC)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=days))
+    )
 
 
 def self_signed(cert_dir: Path, dns_names: list[str]) -> tuple[Path, Path]:
@@ -36,15 +60,8 @@ def self_signed(cert_dir: Path, dns_names: list[str]) -> tuple[Path, Path]:
             return cert_path, key_path
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[0] if dns_names else "localhost")])
-    now = dt.datetime.now(dt.UTC)
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=365))
+        certificate(name, name, key.public_key())
         .add_extension(
             x509.SubjectAlternativeName(
                 [x509.DNSName(d) for d in sorted(wanted)]

@@ -73,5 +73,6 @@ def test_the_readmes_explanation_is_what_decide_prints() -> None:
         check=True,
     ).stdout
     printed = [line.rstrip() for line in out.splitlines()]
+    assert len(excerpt.strip().splitlines()) >= 5, "the README's excerpt was not found"
     for line in excerpt.rstrip("\n").splitlines():
         assert line.rstrip() in printed, line

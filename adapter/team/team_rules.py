@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import promql_parser
 import yaml
@@ -150,32 +150,41 @@ def judge(kind: str, obj: Mapping[str, Any], limits: Limits, now: float | None =
             sent = _checked(query)
     except (IsolationError, QueryTooLarge) as e:
         return Verdict("False", "Invalid", f"spec.query: {e}")
-    costly = _over_cost(kind, reach, limits, now)
-    if costly is not None:
-        return Verdict("False", "Invalid", f"spec.query: {costly}")
-    return TeamRule(
-        kind,
-        namespace,
-        str(meta.get("name") or ""),
-        metric,
-        sent,
-        backend,
-        int(meta.get("generation") or 0),
-        str(meta.get("creationTimestamp") or ""),
-        reach=reach,
+    served = TeamRule(
+        kind, namespace, **_identity(meta), metric=metric, query=sent, backend=backend, reach=reach
     )
+    return _within_cost(served, limits, now, "spec.query")
 
 
 def _size(kind: str, limits: Limits) -> SizeLimits:
     return limits.size if kind == NAMESPACED else CEILING
 
 
-def _over_cost(kind: str, reach: Reach, limits: Limits, now: float | None) -> str | None:
-    if kind != NAMESPACED:
-        return None
+class _Identity(TypedDict):
+    name: str
+    generation: int
+    created: str
+
+
+def _identity(meta: Mapping[str, Any]) -> _Identity:
+    """The name, generation and creation time of a rule object, as a TeamRule keeps them."""
+    return _Identity(
+        name=str(meta.get("name") or ""),
+        generation=int(meta.get("generation") or 0),
+        created=str(meta.get("creationTimestamp") or ""),
+    )
+
+
+def _within_cost(rule: TeamRule, limits: Limits, now: float | None, key: str) -> TeamRule | Verdict:
+    """The rule, or Invalid naming ``key`` when a MetricRule's query reads more than its
+    namespace may (a ClusterMetricRule is the platform's and has no such limit)."""
+    if rule.kind != NAMESPACED:
+        return rule
+    reach = rule.reach
     if now is None:  # an @ pin's reach grows with time: each request measures it
         reach = Reach(reach.longest_range_ms, reach.lookback_ms, reach.smallest_step_ms, None)
-    return over_cost(reach, limits.cost, now or 0.0)
+    costly = over_cost(reach, limits.cost, now or 0.0)
+    return rule if costly is None else Verdict("False", "Invalid", f"{key}: {costly}")
 
 
 def _backend_refused(kind: str, backend: str, limits: Limits) -> Verdict | None:
@@ -230,22 +239,9 @@ def _file_form(
         return Verdict("False", "Invalid", str(e).replace(f"{section}[0].", ""))
     except (IsolationError, QueryError, QueryTooLarge) as e:
         return Verdict("False", "Invalid", f"spec: {e}")
-    costly = _over_cost(kind, reach, limits, now)
-    if costly is not None:
-        return Verdict("False", "Invalid", f"spec.metricsQuery: {costly}")
-    return TeamRule(
-        kind,
-        namespace,
-        str(meta.get("name") or ""),
-        "",
-        "",
-        backend,
-        int(meta.get("generation") or 0),
-        str(meta.get("creationTimestamp") or ""),
-        rule,
-        selector,
-        reach,
-    )
+    served = TeamRule(kind, namespace, **_identity(meta), metric="", query="", backend=backend, rule=rule,
+                      selector=selector, reach=reach)  # fmt: skip
+    return _within_cost(served, limits, now, "spec.metricsQuery")
 
 
 def _checked(query: str) -> str:

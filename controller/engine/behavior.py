@@ -158,6 +158,10 @@ def replicas_changed_in_period(period_seconds: int, events: tuple[ScaleEvent, ..
     return sum(e.replica_change for e in events if e.timestamp > cutoff)
 
 
+Events = tuple[ScaleEvent, ...]
+Notes = list[str] | None  # where an explanation goes, line by line (None: not asked for)
+
+
 def _period_start(
     current: int, period: int, ups: tuple[ScaleEvent, ...], downs: tuple[ScaleEvent, ...], now: datetime
 ) -> int:
@@ -169,29 +173,50 @@ def _period_start(
 
 
 def scale_up_limit(
+    current: int, ups: Events, downs: Events, rules: ScalingRules, now: datetime, notes: Notes = None
+) -> int:
+    """upstream's calculateScaleUpLimitWithScalingRules: the ceiling the policies allow."""
+    return _policy_limit(current, ups, downs, rules, now, notes, up=True)
+
+
+def scale_down_limit(
+    current: int, ups: Events, downs: Events, rules: ScalingRules, now: datetime, notes: Notes = None
+) -> int:
+    """upstream's calculateScaleDownLimitWithBehaviors: the floor the policies allow."""
+    return _policy_limit(current, ups, downs, rules, now, notes, up=False)
+
+
+def _policy_limit(
     current: int,
-    ups: tuple[ScaleEvent, ...],
-    downs: tuple[ScaleEvent, ...],
+    ups: Events,
+    downs: Events,
     rules: ScalingRules,
     now: datetime,
-    notes: list[str] | None = None,
+    notes: Notes,
+    up: bool,
 ) -> int:
     if rules.select_policy == "Disabled":
         return current
-    pick_min = rules.select_policy == "Min"
-    result = INT32_MAX if pick_min else INT32_MIN
+    # selectPolicy Min picks the least change: going up the lowest ceiling, going down the
+    # highest floor; Max the most
+    lowest = (rules.select_policy == "Min") == up
+    result = INT32_MAX if lowest else INT32_MIN
     for p in rules.policies:
         start = _period_start(current, p.period_seconds, ups, downs, now)
-        if p.type == "Pods":
-            proposed = start + p.value
-        elif p.type == "Percent":
-            # rounded up, or a small percentage could never add a replica
-            proposed = go_int32(fceil(float(start) * (1 + float(p.value) / 100)))
-        else:
-            proposed = 0  # upstream leaves an unknown policy type's proposal at its zero value
+        proposed = _proposal(p, start, up)
         _note(notes, p, start, current, proposed)
-        result = min(result, proposed) if pick_min else max(result, proposed)
+        result = min(result, proposed) if lowest else max(result, proposed)
     return result
+
+
+def _proposal(p: ScalingPolicy, start: int, up: bool) -> int:
+    if p.type == "Pods":
+        return start + p.value if up else start - p.value
+    if p.type == "Percent":
+        if up:  # rounded up, or a small percentage could never add a replica
+            return go_int32(fceil(float(start) * (1 + float(p.value) / 100)))
+        return go_int32(float(start) * (1 - float(p.value) / 100))
+    return 0  # upstream leaves an unknown policy type's proposal at its zero value
 
 
 def _note(notes: list[str] | None, p: ScalingPolicy, start: int, current: int, proposed: int) -> None:
@@ -200,31 +225,6 @@ def _note(notes: list[str] | None, p: ScalingPolicy, start: int, current: int, p
             f"  policy {p.type} {p.value} per {p.period_seconds}s: {start} replicas at the period's "
             f"start (net change since: {current - start:+d}) -> limit {proposed}"
         )
-
-
-def scale_down_limit(
-    current: int,
-    ups: tuple[ScaleEvent, ...],
-    downs: tuple[ScaleEvent, ...],
-    rules: ScalingRules,
-    now: datetime,
-    notes: list[str] | None = None,
-) -> int:
-    if rules.select_policy == "Disabled":
-        return current
-    pick_min = rules.select_policy == "Min"  # the least change, i.e. the highest floor
-    result = INT32_MIN if pick_min else INT32_MAX
-    for p in rules.policies:
-        start = _period_start(current, p.period_seconds, ups, downs, now)
-        if p.type == "Pods":
-            proposed = start - p.value
-        elif p.type == "Percent":
-            proposed = go_int32(float(start) * (1 - float(p.value) / 100))
-        else:
-            proposed = 0
-        _note(notes, p, start, current, proposed)
-        result = max(result, proposed) if pick_min else min(result, proposed)
-    return result
 
 
 def normalize_with_behavior(

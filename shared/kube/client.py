@@ -27,7 +27,7 @@ from shared.textfile import decode_text
 from shared.version import promhpa_version
 
 from .errors import KubeconfigError, KubeError, Timeout, from_status
-from .http import AsyncHTTP, unsupported
+from .http import AsyncHTTP, Query, unsupported
 from .ratelimit import PerClient, TokenBucket
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ class Kube:
         method: str,
         path: str,
         body: Any = None,
-        query: list[tuple[str, str]] | None = None,
+        query: Query = None,
         timeout: float | tuple[float, float] = 30,
     ) -> Any:
         """One request through the client's auth and TLS; raises KubeError on non-2xx.
@@ -210,25 +210,15 @@ class Kube:
         return resp
 
     def _call(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        query: list[tuple[str, str]] | None = None,
-        timeout: float = 30,
+        self, method: str, path: str, body: Any = None, query: Query = None, timeout: float = 30
     ) -> Any:
         return orjson.loads(self._request(method, path, body, query, timeout).read() or b"{}")
 
-    def get_sync(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
+    def get_sync(self, path: str, query: Query = None) -> Any:
         return self._call("GET", path, query=query)
 
     async def _async(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        query: list[tuple[str, str]] | None = None,
-        timeout: float = 30,
+        self, method: str, path: str, body: Any = None, query: Query = None, timeout: float = 30
     ) -> Any:
         if self.limiter is not None:  # here, not in the worker thread: waiting holds no thread
             await self.limiter.bucket(path).wait()
@@ -241,13 +231,13 @@ class Kube:
     def _unlimited(self) -> Kube:
         return replace(self, limiter=None) if self.limiter is not None else self
 
-    async def get(self, path: str, query: list[tuple[str, str]] | None = None, timeout: float = 30) -> Any:
+    async def get(self, path: str, query: Query = None, timeout: float = 30) -> Any:
         return await self._async("GET", path, None, query, timeout)
 
     async def post(self, path: str, body: Any) -> Any:
         return await self._async("POST", path, body)
 
-    async def put(self, path: str, body: Any, query: list[tuple[str, str]] | None = None) -> Any:
+    async def put(self, path: str, body: Any, query: Query = None) -> Any:
         return await self._async("PUT", path, body, query)
 
     def watch_sync(

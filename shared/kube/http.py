@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 _HEADERS = {"Accept": "application/json", "Content-Type": "application/json"}
 AUTH_REFRESH = 10.0  # seconds a refreshed credential is reused before the hook is asked again
 
+# a request's query parameters, in order (a key may repeat)
+Query = list[tuple[str, str]] | None
+
 
 def unsupported(conf: Configuration) -> str | None:
     """Why this configuration needs the client's own transport (None: it does not)."""
@@ -115,12 +118,7 @@ class AsyncHTTP:
         return out
 
     async def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        query: list[tuple[str, str]] | None = None,
-        timeout: float = 30,
+        self, method: str, path: str, body: Any = None, query: Query = None, timeout: float = 30
     ) -> Any:
         """The decoded JSON answer; a non-2xx answer raises its typed ``KubeError``."""
         what = f"{method} {path}"

@@ -38,13 +38,8 @@ def loaded(
 ) -> Iterator[tuple[AdapterProcess, dict[str, object]]]:
     exporter.set('overload_queue{namespace="default",queue="q"}', 3)
     wait_until(lambda: prometheus.query("overload_queue") != [], what="first scrape")
-    a = start_adapter(
-        tmp_path_factory.mktemp("overload"),
-        prometheus.url,
-        CONFIG,
-        "--query-cache-ttl=0s",
-        f"--max-requests-inflight={INFLIGHT}",
-    )
+    flags = ("--query-cache-ttl=0s", f"--max-requests-inflight={INFLIGHT}")
+    a = start_adapter(tmp_path_factory.mktemp("overload"), prometheus.url, CONFIG, *flags)
     try:
         loader = subprocess.Popen(
             [sys.executable, "-m", "tests.loadgen", a.url, PATH, str(CONNECTIONS), str(SECONDS)],

@@ -55,13 +55,8 @@ def adapter(
     exporter.set("global_backlog", 12)
     wait_until(lambda: len(prometheus.query("app_inflight")) == 5, what="first scrape")
     wait_until(lambda: prometheus.query("global_backlog") != [], what="global_backlog scraped")
-    a = start_adapter(
-        tmp_path_factory.mktemp("adapter"),
-        prometheus.url,
-        CONFIG,
-        "--metrics-relist-interval=1h",
-        "--query-cache-ttl=0s",
-    )
+    flags = ("--metrics-relist-interval=1h", "--query-cache-ttl=0s")
+    a = start_adapter(tmp_path_factory.mktemp("adapter"), prometheus.url, CONFIG, *flags)
     yield a
     stop_adapter(a)
 

@@ -148,7 +148,7 @@ def test_sigterm_before_the_first_discovery_stops_it(prometheus: PrometheusProce
         )  # fmt: skip
     try:
         init = namespace_init(proc)
-        time.sleep(2)
+        wait_until(lambda: "serving" in log.read_text(), timeout=30, what="the adapter serving")
         os.kill(init, signal.SIGTERM)
         code = proc.wait(timeout=10)
     finally:

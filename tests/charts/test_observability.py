@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -29,6 +31,7 @@ from localcluster.manifests import cluster_role
 from localcluster.manifests import hpa_manifest
 from localcluster.manifests import pods_metric
 from localcluster.prometheus import PrometheusProcess as Prom
+from shared.durations import parse_time
 from tests.charts.chart import CHART
 from tests.charts.chart import of_kind
 from tests.charts.chart import render
@@ -207,7 +210,12 @@ def test_alert_rules_load_and_stay_quiet_while_all_is_well(setup: Setup) -> None
     loaded = rules(setup.monitoring)
     assert len(loaded) == 11
     assert [r["name"] for r in loaded if r.get("health") != "ok"] == []
-    time.sleep(5)  # a few evaluations with the processes scraped
+    # a few evaluations with both processes scraped: every rule evaluated after both are up
+    up = f'up{{job=~"{ADAPTER_JOB}|{CONTROLLER_JOB}"}} == 1'
+    wait_until(lambda: len(setup.monitoring.query(up)) == 2, timeout=30, what="both processes scraped")
+    since = datetime.now(UTC) + timedelta(seconds=2)
+    wait_until(lambda: all(parse_time(r["lastEvaluation"]) >= since for r in rules(setup.monitoring)),
+               timeout=30, what="the rules evaluated with both scraped")  # fmt: skip
     assert [(r["name"], r["state"]) for r in rules(setup.monitoring) if r["state"] != "inactive"] == []
 
 

@@ -165,7 +165,9 @@ def test_a_range_query_in_chunks_equals_one_in_a_piece(
     exporter.set('range_probe{pod="a"}', 1)
     exporter.set('range_probe{pod="b"}', 2)
     wait_until(lambda: len(prometheus.query("range_probe")) == 2, what="scrape")
-    time.sleep(6)
+    # more than the range's 5 s of history, whole seconds back: 8 samples of each, a second apart
+    history = "count_over_time(range_probe[1m]) >= 8"
+    wait_until(lambda: len(prometheus.query(history)) == 2, timeout=20, what="8 samples of each")
     end = datetime.now(UTC).replace(microsecond=0)
     start, step = end - timedelta(seconds=5), timedelta(milliseconds=500)
     p = Prometheus(PrometheusSettings(prometheus.url), cache_ttl=0)

@@ -181,17 +181,15 @@ def test_scale_to_zero_records_scaled_to_zero_with_an_external_metric() -> None:
     assert (d.desired_replicas, conditions(d)["ScaledToZero"]) == (0, ("True", "ScaledToZero"))
 
 
+def from_zero(min_replicas: int, target: str, qps: str, **kw: Any) -> Any:
+    """A target at zero replicas with one External metric: ``qps`` against ``target`` each."""
+    metric = [external_metric(value=target)]
+    return run(current=0, pods=[], min_replicas=min_replicas, metrics=metric, external=[("qps", qps)], **kw)
+
+
 def test_scaled_to_zero_target_wakes_up_on_its_external_metric() -> None:
     cond = [{"type": "ScaledToZero", "status": "True", "reason": "ScaledToZero", "message": "x"}]
-    d = run(
-        current=0,
-        pods=[],
-        min_replicas=0,
-        metrics=[external_metric(value="5")],
-        external=[("qps", "12")],
-        controller={"featureGates": {"HPAScaleToZero": True}},
-        conditions=cond,
-    )
+    d = from_zero(0, "5", "12", controller={"featureGates": {"HPAScaleToZero": True}}, conditions=cond)
     assert (d.desired_replicas, conditions(d)["ScaledToZero"]) == (3, ("False", "NotScaledToZero"))
 
 
@@ -220,15 +218,7 @@ def test_gate_off_removes_it_when_scaling_is_disabled_at_zero() -> None:
 def test_target_raised_from_zero_to_min_replicas_names_the_reason() -> None:
     """A scaled-to-zero target whose metric proposes 0, with scale-up disabled by policy:
     upstream still raises it to minReplicas, and names that as the reason."""
-    d = run(
-        current=0,
-        pods=[],
-        min_replicas=2,
-        metrics=[external_metric(value="100")],
-        external=[("qps", "0")],
-        conditions=STORED,
-        behavior={"scaleUp": {"selectPolicy": "Disabled"}},
-    )
+    d = from_zero(2, "100", "0", conditions=STORED, behavior={"scaleUp": {"selectPolicy": "Disabled"}})
     assert d.desired_replicas == 2
     assert d.events[-1].message == "New size: 2; reason: Current number of replicas below Spec.MinReplicas"
 

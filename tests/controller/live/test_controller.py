@@ -159,12 +159,7 @@ def condition(cluster: Cluster, name: str, ctype: str) -> str:
 def test_scales_up_on_load_and_down_after_it_falls(
     cluster: Cluster, exporter: Exporter, prometheus: PrometheusProcess, controller: Controller
 ) -> None:
-    make_target(
-        cluster,
-        "api",
-        1,
-        requests_spec(5, immediate_scale_down=True),
-    )
+    make_target(cluster, "api", 1, requests_spec(5, immediate_scale_down=True))
 
     def load(per_pod: float) -> None:
         for name in running_pods(cluster, "api"):
@@ -312,12 +307,7 @@ def test_two_hpas_on_one_target_are_an_ambiguous_selector(
 def test_broken_metric_never_scales_down_and_recovers(
     cluster: Cluster, exporter: Exporter, prometheus: PrometheusProcess, controller: Controller
 ) -> None:
-    make_target(
-        cluster,
-        "steady",
-        3,
-        requests_spec(5, immediate_scale_down=True),
-    )
+    make_target(cluster, "steady", 3, requests_spec(5, immediate_scale_down=True))
     for name in running_pods(cluster, "steady"):
         exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 10)
     wait_until(
@@ -343,13 +333,7 @@ def test_broken_metric_never_scales_down_and_recovers(
 def test_dry_run_decides_and_publishes_but_writes_nothing(
     cluster: Cluster, exporter: Exporter, controller: Controller, tmp_path: Path
 ) -> None:
-    make_target(
-        cluster,
-        "shadow",
-        1,
-        requests_spec(5),
-        labels={"dryrun": "true"},
-    )
+    make_target(cluster, "shadow", 1, requests_spec(5), labels={"dryrun": "true"})
     for name in running_pods(cluster, "shadow"):
         exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 40)
     with start_controller(cluster, tmp_path, "--dry-run", "--hpa-selector=dryrun") as dry:
@@ -378,13 +362,7 @@ def lease_holder(cluster: Cluster, name: str = "promhpa-ha-test") -> str:
 def test_only_the_leader_acts_and_a_standby_takes_over(
     cluster: Cluster, exporter: Exporter, controller: Controller, tmp_path: Path
 ) -> None:
-    make_target(
-        cluster,
-        "ha-app",
-        1,
-        requests_spec(5),
-        labels={"ha": "true"},
-    )
+    make_target(cluster, "ha-app", 1, requests_spec(5), labels={"ha": "true"})
     flags = (
         "--leader-elect",
         "--leader-elect-resource-namespace=default",
@@ -517,12 +495,7 @@ def test_cpu_utilization_through_metrics_api_is_clamped_at_max(
 def test_watches_resume_after_the_apiserver_restarts(
     cluster: Cluster, exporter: Exporter, controller: Controller
 ) -> None:
-    make_target(
-        cluster,
-        "restart-app",
-        1,
-        requests_spec(4),
-    )
+    make_target(cluster, "restart-app", 1, requests_spec(4))
     for name in running_pods(cluster, "restart-app"):
         exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 10)
     wait_until(

@@ -35,7 +35,9 @@ def test_pod_startup_counts_a_pod_that_lived_between_two_steps_of_a_long_range(
     ksm(exporter, "shop-5d9c-aaaaa", now - 20, 3)
     ksm(exporter, "other-5d9c-ccccc", now - 20, 60)  # not the workload's
     wait_until(lambda: prometheus.query(f'kube_pod_created{{namespace="{NS}"}}') != [], what="scrape")
-    time.sleep(1.5)  # two scrapes of the short-lived pod, then it is gone
+    # two scrapes of the short-lived pod, then it is gone
+    twice = f'count_over_time(kube_pod_created{{namespace="{NS}",pod="shop-5d9c-aaaaa"}}[1m]) >= 2'
+    wait_until(lambda: prometheus.query(twice) != [], timeout=10, what="two scrapes of the short-lived pod")
     drop(exporter, "shop-5d9c-aaaaa")
     ksm(exporter, "shop-5d9c-bbbbb", now - 10, 5)
     wait_until(
