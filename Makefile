@@ -7,11 +7,11 @@ PYTHON ?= python3
 # 2 (Debian's 2.x); CI runs the adapter and end-to-end tests against both
 PROMETHEUS ?= 3
 export PROMHPA_PROMETHEUS := $(PROMETHEUS)
-VENV   := .venv
+VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv constraints image lint unit test test-prometheus2 differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-discovery bench-controller bench-scale clean
+.PHONY: venv constraints image image-lock release lint unit test test-prometheus2 differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-discovery bench-controller bench-scale clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,15 +21,26 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# Pin every runtime dependency as tested (constraints.txt, which the Dockerfile installs from).
+# Pin every runtime dependency as tested (constraints.txt, which the image installs from).
 constraints: venv
 	$(BIN)/python hack/constraints.py
 
-# The image both processes run from; push it with IMAGE=registry/name:tag make image push=1.
-IMAGE ?= promhpa:dev
-image:
-	docker build -t $(IMAGE) .
-	$(if $(push),docker push $(IMAGE))
+# The image both processes run from, from the commit checked out: an OCI archive under build/
+# with its SBOM, digest and size (release/image.py; no container engine, no registry).
+# IMAGE_ARCH=arm64 on an arm64 host, after `make image-lock IMAGE_ARCH=arm64` there.
+IMAGE_ARCH ?= amd64
+image: venv
+	$(BIN)/python -m release image --arch $(IMAGE_ARCH)
+
+# Pin the image's Debian packages anew (release/debian.lock), e.g. after a security update.
+image-lock: venv
+	$(BIN)/python -m release lock --arch $(IMAGE_ARCH)
+
+# dist/: the wheel, sdist and the wheels they need, the chart, the image and its SBOM, SHA256SUMS.
+release: venv
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=x.y.z" >&2; exit 2; }
+	@hack/build-tools.sh helm >/dev/null
+	$(BIN)/python -m release dist $(VERSION)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -35,7 +35,7 @@ step() {  # step NAME CHECK_FILE FUNCTION: run FUNCTION unless CHECK_FILE exists
   if [[ -x "$check" || -f "$check" ]]; then log "$name: cached ($check)"; return; fi
   log "$name: building ..."
   t0=$(date +%s)
-  "$fn"
+  "$fn" "${@:4}"
   log "$name: done in $(( $(date +%s) - t0 ))s"
 }
 
@@ -117,6 +117,17 @@ get_prometheus() {
      && dpkg-deb -x prometheus_*.deb root)
   mkdir -p "$out.tmp"
   cp "$tmp/root/usr/bin/prometheus" "$tmp/root/usr/bin/promtool" "$out.tmp/"
+  rm -rf "$tmp" "$out"; mv "$out.tmp" "$out"
+}
+
+# A command from one of Debian's packages, unpacked into the cache (not installed): runc and
+# umoci, which the image test runs the built image with (tests/release/test_image.py).
+get_debian_command() { # PACKAGE COMMAND
+  local out="$CACHE/bin/$1-debian" tmp; tmp=$(mktemp -d)
+  (cd "$tmp" && { apt-get download "$1" >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get download "$1" >/dev/null; }; } \
+     && dpkg-deb -x "$1"_*.deb root)
+  mkdir -p "$out.tmp"
+  cp -L "$(ls "$tmp/root/usr/sbin/$2" "$tmp/root/usr/bin/$2" 2>/dev/null | head -1)" "$out.tmp/$2"
   rm -rf "$tmp" "$out"; mv "$out.tmp" "$out"
 }
 
@@ -278,6 +289,8 @@ fi
 [[ $only == all || $only == keda ]] && step "keda $KEDA_VERSION (operator, metrics server)" "$CACHE/bin/keda-$KEDA_VERSION/operator" build_keda
 # only for the benchmarks (make bench-adapter / bench-controller), not the tests
 [[ $only == bench || $only == loadgen ]] && step "loadgen (benchmarks/loadgen)" "$(loadgen_dir)/loadgen" build_loadgen
+[[ $only == all || $only == image ]] && step "runc (Debian)" "$CACHE/bin/runc-debian/runc" get_debian_command runc runc
+[[ $only == all || $only == image ]] && step "umoci (Debian)" "$CACHE/bin/umoci-debian/umoci" get_debian_command umoci umoci
 [[ $only == all || $only == goregexp ]] && step "goregexp (Go's regexp, for the regex differential test)" "$(goregexp_dir)/goregexp" build_goregexp
 if [[ $only == all || $only == differential ]]; then
   for DIFF_VERSION in $DIFFERENTIAL_VERSIONS; do

@@ -1,5 +1,5 @@
 """Write constraints.txt: every runtime dependency of the installed promhpa (and theirs),
-pinned to the versions the tests ran with; the Dockerfile installs from it, so an image
+pinned to the versions the tests ran with; the image installs from it (release/image.py), so an image
 built later holds what was tested. Run after changing dependencies: make constraints
 """
 
