@@ -51,15 +51,20 @@ def registration(namespace: str, service: str, port: int, ca: bytes) -> tuple[li
     return [o for o in objs if o["kind"] != "APIService"], [o for o in objs if o["kind"] == "APIService"]
 
 
-def routed_to(cluster: Cluster, service: str) -> bool:
-    """Whether every metrics APIService names ``service`` and is Available through it."""
-    items = json.loads(cluster.kubectl("get", "apiservices", "-o", "json").stdout)["items"]
-    mine = [a for a in items if a["spec"].get("service")]
-    return bool(mine) and all(
-        a["spec"]["service"]["name"] == service
-        and any(c["type"] == "Available" and c["status"] == "True" for c in a["status"].get("conditions", []))
-        for a in mine
-    )
+def routed_to(cluster: Cluster, apis: list[dict[str, Any]]) -> bool:
+    """Whether each of ``apis`` (APIServices) is Available through the service it names now."""
+    for api in apis:
+        out = cluster.kubectl("get", "apiservice", api["metadata"]["name"], "-o", "json", check=False)
+        if out.returncode != 0:
+            return False
+        live = json.loads(out.stdout)
+        if live["spec"].get("service") != api["spec"]["service"]:
+            return False
+        if not any(
+            c["type"] == "Available" and c["status"] == "True" for c in live["status"].get("conditions", [])
+        ):
+            return False
+    return True
 
 
 class Reader(threading.Thread):
@@ -150,9 +155,7 @@ upstreams:
             "--upstream-discovery-interval=1s", insecure=False, port=port,
         )  # fmt: skip
         cluster.apply(ph_apis)  # the cutover of the APIServices
-        wait_until(
-            lambda: routed_to(cluster, "promhpa-adapter"), timeout=30, what="the APIServices on promhpa"
-        )
+        wait_until(lambda: routed_to(cluster, ph_apis), timeout=30, what="the APIServices on promhpa")
         more_reads(12)
         # 2. the rule moves into promhpa: served by its own rules, routed nowhere else
         (work / "adapter.yaml").write_text(rule + forwarding.replace("['.*']", "['^never$']"))
