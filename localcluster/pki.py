@@ -33,26 +33,27 @@ def _write(path: Path, key: rsa.RSAPrivateKey | None, cert: x509.Certificate | N
         path.with_suffix(".crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 
+# a CA signs certificates and revocation lists, and nothing else
+CA_USAGE = dict.fromkeys(
+    (
+        "content_commitment",
+        "key_encipherment",
+        "data_encipherment",
+        "key_agreement",
+        "encipher_only",
+        "decipher_only",
+    ),
+    False,
+) | {"digital_signature": True, "key_cert_sign": True, "crl_sign": True}
+
+
 def make_ca(path: Path, cn: str) -> tuple[rsa.RSAPrivateKey, x509.Certificate]:
     key = _key()
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
     cert = (
         certificate(name, name, key.public_key())
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(x509.KeyUsage(**CA_USAGE), critical=True)
         .sign(key, hashes.SHA256())
     )
     _write(path, key, cert)
