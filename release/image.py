@@ -132,10 +132,12 @@ def install_wheels(whl: Path, site: Path, arch: str) -> dict[str, str]:
         (info / "INSTALLER").unlink(missing_ok=True)
         record = info / "RECORD"
         if record.exists():
+            # rows of files removed here: the build's path, the installer, and the console
+            # scripts (which name this host's Python; the image has its own)
             kept = [
                 r
                 for r in record.read_text().splitlines()
-                if "/direct_url.json," not in r and "/INSTALLER," not in r
+                if "/direct_url.json," not in r and "/INSTALLER," not in r and not r.startswith("../../bin/")
             ]
             record.write_text("\n".join(kept) + "\n")
     shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts with this host's Python in them
