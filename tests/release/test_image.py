@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 import tarfile
 import urllib.error
 import urllib.request
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from localcluster.tools import cache_bin
+from tests.support import ROOT
 from tests.support import missing
 from tests.support import python_m
 
@@ -96,12 +98,23 @@ def run_in_image(bundle: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_two_builds_of_one_commit_are_one_image(dist: Path, lock: Path, tmp_path: Path) -> None:
-    again = python_m("release", "image", "--version", VERSION, "--out", str(tmp_path), "--lock", str(lock),
-                     timeout=1200)  # fmt: skip
+    """The second build is of another clone of the commit, in another place: nothing of the
+    checkout's path or state reaches the image."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    subprocess.run(["git", "checkout", "-q", subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
+                    capture_output=True, check=True).stdout.strip()], cwd=clone, check=True)  # fmt: skip
+    again = subprocess.run(
+        [sys.executable, "-m", "release", "image", "--version", VERSION, "--out", str(tmp_path / "out"),
+         "--lock", str(lock)],
+        cwd=clone, capture_output=True, text=True, timeout=1200, check=False,
+    )  # fmt: skip
     assert again.returncode == 0, again.stderr
-    first, second = dist / f"{IMAGE}.oci.tar", tmp_path / f"{IMAGE}.oci.tar"
+    first, second = dist / f"{IMAGE}.oci.tar", tmp_path / "out" / f"{IMAGE}.oci.tar"
     assert hashlib.sha256(first.read_bytes()).digest() == hashlib.sha256(second.read_bytes()).digest()
-    assert (dist / f"{IMAGE}.sbom.cdx.json").read_text() == (tmp_path / f"{IMAGE}.sbom.cdx.json").read_text()
+    assert (dist / f"{IMAGE}.sbom.cdx.json").read_text() == (
+        tmp_path / "out" / f"{IMAGE}.sbom.cdx.json"
+    ).read_text()
     assert "digest sha256:" in again.stdout
 
 
