@@ -230,17 +230,24 @@ def compile_bytecode(rootfs: Path) -> None:
 
 
 def layer(rootfs: Path, epoch: int) -> tuple[bytes, int]:
-    """The root file system as one tar: entries sorted, owned by root (the user is in the
-    config), every mtime the commit's. Returns the tar and the bytes of its files."""
+    """The root file system as one tar (``_tar``: the user is in the config). Returns the
+    tar and the bytes of its files."""
+    return _tar(rootfs, epoch)
+
+
+def _tar(root: Path, epoch: int, *, plain_modes: bool = False) -> tuple[bytes, int]:
+    """Every entry under ``root`` in one tar: sorted, owned by root, every mtime the commit's
+    (``plain_modes``: 0755 directories and 0644 files, as an archive's layout needs)."""
     buf, total = io.BytesIO(), 0
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path in sorted(_walk(rootfs), key=lambda p: p.relative_to(rootfs).as_posix()):
-            rel = path.relative_to(rootfs).as_posix()
-            info = tar.gettarinfo(str(path), arcname=rel)
+        for path in sorted(_walk(root), key=lambda p: p.relative_to(root).as_posix()):
+            info = tar.gettarinfo(str(path), arcname=path.relative_to(root).as_posix())
             info.uid = info.gid = 0
             info.uname = info.gname = ""
             info.mtime = epoch
             info.pax_headers = {}
+            if plain_modes:
+                info.mode = 0o755 if info.isdir() else 0o644
             if info.isreg():
                 total += info.size
                 with open(path, "rb") as f:
@@ -310,21 +317,7 @@ def oci_archive(out: Path, layer_tar: bytes, arch: str, epoch: int, version: str
     }
     (layout / "index.json").write_bytes(_json(index))
     (layout / "oci-layout").write_bytes(_json({"imageLayoutVersion": "1.0.0"}))
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path in sorted(_walk(layout), key=lambda p: p.relative_to(layout).as_posix()):
-            info = tar.gettarinfo(str(path), arcname=path.relative_to(layout).as_posix())
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            info.mtime = epoch
-            info.mode = 0o755 if info.isdir() else 0o644
-            info.pax_headers = {}
-            if info.isreg():
-                with open(path, "rb") as f:
-                    tar.addfile(info, f)
-            else:
-                tar.addfile(info)
-    out.write_bytes(buf.getvalue())
+    out.write_bytes(_tar(layout, epoch, plain_modes=True)[0])
     shutil.rmtree(layout)
     return str(manifest_desc["digest"])
 
