@@ -14,7 +14,7 @@ set -euo pipefail
 
 # One place for the versions (hack/versions.env); the environment overrides each.
 _env=()
-for v in K8S_VERSION DIFFERENTIAL_VERSIONS K8S_OLDER_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION PROMETHEUS_VERSION THANOS_VERSION THANOS_GO PROMETHEUS_ADAPTER_VERSION KEDA_VERSION; do
+for v in K8S_VERSION DIFFERENTIAL_VERSIONS CONTAINERD_VERSION RUNC_VERSION CNI_PLUGINS_VERSION COREDNS_VERSION CRI_TOOLS_VERSION K8S_OLDER_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION PROMETHEUS_VERSION THANOS_VERSION THANOS_GO PROMETHEUS_ADAPTER_VERSION KEDA_VERSION; do
   if [[ -n "${!v:-}" ]]; then _env+=("$v=${!v}"); fi
 done
 # shellcheck source=versions.env
@@ -132,13 +132,14 @@ get_debian_command() { # PACKAGE COMMAND
 }
 
 # Prometheus 3 from the Go module proxy. One service-discovery dependency is not served
-# here, and the tests use static targets only: remove_all_sd leaves every SD out. The
-# release (3.XY.Z for module v0.3XY.Z) goes in through ldflags so --version reports it.
+# here: remove_all_sd leaves every SD out but Kubernetes' (enable_kubernetes_sd), which the
+# real node's in-cluster Prometheus scrapes pods and the kubelet with. The release
+# (3.XY.Z for module v0.3XY.Z) goes in through ldflags so --version reports it.
 build_prometheus3() {
-  local out="$CACHE/bin/prometheus-$PROMETHEUS_VERSION" v=${PROMETHEUS_VERSION#v0.}
+  local out="$CACHE/bin/prometheus-$PROMETHEUS_VERSION-k8s-sd" v=${PROMETHEUS_VERSION#v0.}
   local release="${v:0:1}.$((10#${v:1:2})).${v#*.}" pv=github.com/prometheus/common/version
   mkdir -p "$out.tmp"
-  GOBIN="$out.tmp" go install -trimpath -tags remove_all_sd \
+  GOBIN="$out.tmp" go install -trimpath -tags remove_all_sd,enable_kubernetes_sd \
       -ldflags "-s -w -X $pv.Version=$release -X $pv.Branch=release -X $pv.Revision=$PROMETHEUS_VERSION" \
       "github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION"
   rm -rf "$out"; mv "$out.tmp" "$out"
@@ -270,10 +271,64 @@ build_keda() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# The real node (localcluster --real-node): the kubelet and kube-proxy of K8S_VERSION, and
+# containerd 2.x, runc, the CNI plugins, CoreDNS and crictl, all from the Go module proxy
+# (Debian's containerd 1.6 is too old for these kubelets). runc is the one cgo build: it
+# links Debian's libseccomp statically (unpacked from libseccomp-dev, not installed), since
+# without seccomp it refuses a pod's RuntimeDefault profile. Each part builds in parallel.
+node_dir() {
+  local pause; pause=$(sha256sum "$(dirname "$0")/../localcluster/pause/pause.c" | cut -c1-8)
+  echo "$CACHE/bin/node-$K8S_VERSION-$CONTAINERD_VERSION-$RUNC_VERSION-$CNI_PLUGINS_VERSION-$COREDNS_VERSION-$pause"
+}
+build_node() {
+  local out; out=$(node_dir)
+  local w="$CACHE/work/node-$K8S_VERSION" minor ld="" pids=() p
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp/cni"
+  minor=$(echo "$K8S_VERSION" | cut -d. -f2)
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  make_wrapper "$w" k8s.io/kubernetes "$K8S_VERSION" "v0${K8S_VERSION#v1}"
+  (cd "$w" && go build -trimpath -ldflags "-s -w $ld" -o "$out.tmp/" \
+      k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy) & pids+=($!)
+  local cv=github.com/containerd/containerd/v2/version
+  GOBIN="$out.tmp" go install -trimpath -tags "no_btrfs no_devmapper no_zfs" \
+      -ldflags "-s -w -X $cv.Version=$CONTAINERD_VERSION -X $cv.Revision=$CONTAINERD_VERSION" \
+      "github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
+      "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION" \
+      "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION" & pids+=($!)
+  GOBIN="$out.tmp/cni" go install -trimpath -ldflags "-s -w" \
+      "github.com/containernetworking/plugins/plugins/main/bridge@$CNI_PLUGINS_VERSION" \
+      "github.com/containernetworking/plugins/plugins/main/loopback@$CNI_PLUGINS_VERSION" \
+      "github.com/containernetworking/plugins/plugins/ipam/host-local@$CNI_PLUGINS_VERSION" \
+      "github.com/containernetworking/plugins/plugins/meta/portmap@$CNI_PLUGINS_VERSION" & pids+=($!)
+  GOBIN="$out.tmp" go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION" & pids+=($!)
+  GOBIN="$out.tmp" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/cri-tools/cmd/crictl@$CRI_TOOLS_VERSION" & pids+=($!)
+  build_runc "$out.tmp" & pids+=($!)
+  # the pod sandbox's process (localcluster/pause/pause.c), static: its image holds nothing else
+  gcc -Os -static -s -o "$out.tmp/pause" "$(dirname "$0")/../localcluster/pause/pause.c"
+  local failed=0
+  for p in "${pids[@]}"; do wait "$p" || failed=1; done
+  [[ $failed == 0 ]] || { log "a part of the real node failed to build (output above)"; return 1; }
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+build_runc() { # OUT
+  local tmp; tmp=$(mktemp -d)
+  (cd "$tmp" && { apt-get download libseccomp-dev >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get download libseccomp-dev >/dev/null; }; } \
+     && dpkg-deb -x libseccomp-dev_*.deb root)
+  # its pkg-config file names /usr: point it at the unpacked tree
+  local pc; pc=$(find "$tmp/root" -name libseccomp.pc | head -1)
+  sed -i "s|^prefix=.*|prefix=$tmp/root/usr|; s|^libdir=.*|libdir=$(dirname "$(dirname "$pc")")|" "$pc"
+  CGO_ENABLED=1 PKG_CONFIG_PATH=$(dirname "$pc") GOBIN="$1" go install -trimpath -tags "seccomp urfave_cli_no_docs netgo osusergo" \
+      -ldflags "-s -w -X main.version=${RUNC_VERSION#v} -extldflags -static" \
+      "github.com/opencontainers/runc@$RUNC_VERSION"
+  rm -rf "$tmp"
+}
+
 mkdir -p "$CACHE/bin" "$CACHE/work"
 only=${1:-all}
 [[ $only == all || $only == prometheus ]] && step "prometheus (Debian)" "$CACHE/bin/prometheus-debian/prometheus" get_prometheus
-[[ $only == all || $only == prometheus3 ]] && step "prometheus $PROMETHEUS_VERSION" "$CACHE/bin/prometheus-$PROMETHEUS_VERSION/prometheus" build_prometheus3
+[[ $only == all || $only == prometheus3 ]] && step "prometheus $PROMETHEUS_VERSION" "$CACHE/bin/prometheus-$PROMETHEUS_VERSION-k8s-sd/prometheus" build_prometheus3
 [[ $only == all || $only == etcd ]] && step "etcd $ETCD_VERSION" "$CACHE/bin/etcd-$ETCD_VERSION/etcd" build_etcd
 [[ $only == all || $only == kwok ]] && step "kwok $KWOK_VERSION" "$CACHE/bin/kwok-$KWOK_VERSION/kwok" build_kwok
 [[ $only == all || $only == helm ]] && step "helm $HELM_VERSION" "$CACHE/bin/helm-$HELM_VERSION/helm" build_helm
@@ -291,6 +346,8 @@ fi
 [[ $only == bench || $only == loadgen ]] && step "loadgen (benchmarks/loadgen)" "$(loadgen_dir)/loadgen" build_loadgen
 [[ $only == all || $only == image ]] && step "runc (Debian)" "$CACHE/bin/runc-debian/runc" get_debian_command runc runc
 [[ $only == all || $only == image ]] && step "umoci (Debian)" "$CACHE/bin/umoci-debian/umoci" get_debian_command umoci umoci
+# (not for another release's control plane: PROMHPA_NODE=0, which localcluster sets for it)
+[[ $only == node || ($only == all && ${PROMHPA_NODE:-1} == 1) ]] && step "real node ($K8S_VERSION kubelet and kube-proxy, containerd $CONTAINERD_VERSION, runc $RUNC_VERSION, CNI, CoreDNS, crictl)" "$(node_dir)/kubelet" build_node
 [[ $only == all || $only == goregexp ]] && step "goregexp (Go's regexp, for the regex differential test)" "$(goregexp_dir)/goregexp" build_goregexp
 if [[ $only == all || $only == differential ]]; then
   for DIFF_VERSION in $DIFFERENTIAL_VERSIONS; do

@@ -1,28 +1,49 @@
-"""``python -m localcluster up|down|status|env [--dir .cluster]``."""
+"""``python -m localcluster up|down|status|env [--dir .cluster] [--real-node]`` and
+``python -m localcluster load-image --dir D ARCHIVE [--name REF]``."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+from . import node
 from .cluster import Cluster
+from .node import default_reference
 from .tools import ROOT, ClusterError, log
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="a real Kubernetes control plane on 127.0.0.1")
-    ap.add_argument("command", choices=("up", "down", "status", "env"))
+    ap.add_argument("command", choices=("up", "down", "status", "env", "load-image"))
+    ap.add_argument("archive", nargs="?", type=Path, help="load-image: an OCI image archive")
     ap.add_argument("--dir", type=Path, default=ROOT / ".cluster", help="state directory (default .cluster)")
     ap.add_argument(
         "--thanos",
         action="store_true",
         help="also two Prometheus replicas with Thanos sidecars and a Querier",
     )
-    a = ap.parse_args(argv)
+    ap.add_argument(
+        "--real-node",
+        action="store_true",
+        help="also a real node on this machine (kubelet, containerd, runc, CNI, kube-proxy, "
+        "CoreDNS; needs root): pods run as containers on a private bridge",
+    )
+    ap.add_argument(
+        "--name",
+        help="load-image: the reference pods name the image by (default: registry.local/<title>:<tag> "
+        "of the archive)",
+    )
+    a = ap.parse_intermixed_args(argv)
     directory = a.dir.resolve()
+    if a.command == "load-image":
+        return _load_image(directory, a.archive, a.name)
     if a.command == "up":
-        c = Cluster(directory, thanos=a.thanos)
+        if a.real_node and os.geteuid() != 0:
+            log("--real-node needs root (network namespaces, cgroups, mounts, iptables)")
+            return 1
+        c = Cluster(directory, thanos=a.thanos, real_node=a.real_node)
         try:
             c.up()
         except ClusterError as e:
@@ -51,6 +72,24 @@ def main(argv: list[str] | None = None) -> int:
     for name in existing.pids:
         print(f"{name:20s} pid {existing.pids[name]:>7d}  {'running' if existing._alive(name) else 'DEAD'}")
     return 0 if existing.running() else 1
+
+
+def _load_image(directory: Path, archive: Path | None, name: str | None) -> int:
+    existing = Cluster.load(directory)
+    if archive is None or not archive.is_file():
+        log(f"load-image: no such archive: {archive}")
+        return 2
+    if existing is None or not existing.running():
+        log(f"no running cluster in {directory}")
+        return 1
+    try:
+        ref = name or default_reference(archive)
+        node.load_image(existing, archive.resolve(), ref)
+    except ClusterError as e:
+        log(str(e))
+        return 1
+    print(ref)
+    return 0
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 
+from . import node
 from .kwok import fake_node
+from .node_host import NODE_IP
 from .pki import _key, _write, issue, make_ca
 from .thanos import REPLICAS, federate, plan, stores
 from .tools import (
@@ -64,6 +66,10 @@ class Cluster:
     # NotReady, and evicted 300 s later); bench-scale's 100,000 pods starve kwok's
     # heartbeats for minutes while they are created, so it allows more
     node_monitor_grace: str = "300s"
+    # a real node beside kwok's fake ones (localcluster.node): a kubelet, containerd and runc,
+    # kube-proxy and CoreDNS on this machine; the API server then listens on the node's
+    # address (a private bridge), which the pods reach it at
+    real_node: bool = False
     # kube-scheduler; bench-scale binds its pods to the fake nodes itself (nodeName), and a
     # scheduler there only follows 100,000 pods' status updates (half a core measured)
     scheduler: bool = True
@@ -77,8 +83,13 @@ class Cluster:
         return self.dir / "pki"
 
     @property
+    def host(self) -> str:
+        """The API server's address: loopback, or the real node's (where pods reach it)."""
+        return NODE_IP if self.real_node else "127.0.0.1"
+
+    @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.ports['apiserver']}"
+        return f"https://{self.host}:{self.ports['apiserver']}"
 
     @property
     def prometheus_url(self) -> str:
@@ -96,6 +107,7 @@ class Cluster:
                     "cmdlines": self._cmdlines,
                     "bin": str(self.bins.bin if self.bins else ""),
                     "k8s": self.k8s_version,
+                    "real_node": self.real_node,
                 },
                 indent=2,
             )
@@ -115,6 +127,7 @@ class Cluster:
         c = cls(directory, data["ports"], {k: int(v) for k, v in data["pids"].items()})
         c._cmdlines = data.get("cmdlines", {})
         c.k8s_version = data.get("k8s", K8S_VERSION)
+        c.real_node = data.get("real_node", False)
         c.bins = Binaries(Path(data["bin"]), c.k8s_version) if data.get("bin") else None
         return c
 
@@ -149,7 +162,7 @@ class Cluster:
     def running(self) -> bool:
         return bool(self.pids) and all(self._alive(n) for n in self.pids)
 
-    def _start(self, name: str, argv: list[str]) -> None:
+    def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         logs = self.dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         out = open(logs / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child process
@@ -160,6 +173,7 @@ class Cluster:
             stdin=subprocess.DEVNULL,
             cwd=self.dir,
             start_new_session=True,
+            env={**os.environ, **env} if env else None,
         )
         out.close()
         self._procs[name] = proc
@@ -226,7 +240,8 @@ class Cluster:
             ctx.load_cert_chain(str(self.pki / "admin.crt"), str(self.pki / "admin.key"))
         else:  # scheduler and controller-manager serve an in-memory self-signed cert on loopback
             ctx = ssl._create_unverified_context()
-        with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", context=ctx, timeout=3) as r:
+        host = self.host if port == self.ports.get("apiserver") else "127.0.0.1"
+        with urllib.request.urlopen(f"https://{host}:{port}{path}", context=ctx, timeout=3) as r:
             return bool(r.status == 200)
 
     def _http_ok(self, url: str) -> bool:
@@ -243,7 +258,8 @@ class Cluster:
             ca,
             "kube-apiserver",
             server=True,
-            ips=("127.0.0.1",),
+            # 10.96.0.1: the kubernetes Service, which pods reach the API server at
+            ips=("127.0.0.1", "10.96.0.1", *((NODE_IP,) if self.real_node else ())),
             dns=(
                 "localhost",
                 "kubernetes",
@@ -253,6 +269,8 @@ class Cluster:
             ),
         )
         issue(self.pki / "admin", ca, "promhpa-admin", orgs=("system:masters",))
+        if self.real_node:
+            node.certs(self, ca)
         front = make_ca(self.pki / "front-proxy-ca", "promhpa-front-proxy-ca")
         issue(self.pki / "front-proxy-client", front, "front-proxy-client")
         # what the kube-apiserver presents to admission webhooks (its AdmissionConfiguration),
@@ -356,7 +374,7 @@ class Cluster:
         if existing is not None:
             log("a previous cluster is partly running or dead; cleaning it up first")
             existing.down()
-        self.bins = Binaries(tools_dir(self.k8s_version), self.k8s_version)
+        self.bins = Binaries(tools_dir(self.k8s_version, node=self.real_node), self.k8s_version)
         self.dir.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
         for attempt in range(1, START_ATTEMPTS + 1):
@@ -383,6 +401,8 @@ class Cluster:
         b, p, pki = self.bins, self.ports, self.pki
         self._certs()
         self._write_kubeconfig()
+        if self.real_node:
+            node.prepare_host(self)
         log(f"etcd on 127.0.0.1:{p['etcd']}")
         self._start(
             "etcd",
@@ -407,10 +427,13 @@ class Cluster:
             [
                 b.apiserver,
                 f"--etcd-servers=http://127.0.0.1:{p['etcd']}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                f"--bind-address={self.host}",
+                f"--advertise-address={self.host}",
                 f"--secure-port={p['apiserver']}",
-                "--endpoint-reconciler-type=none",
+                # the kubernetes Service's endpoint is the real node's address, which pods
+                # reach; loopback cannot be an endpoint
+                *(() if self.real_node else ("--endpoint-reconciler-type=none",)),
+                *(self._kubelet_client() if self.real_node else ()),
                 f"--tls-cert-file={pki / 'apiserver.crt'}",
                 f"--tls-private-key-file={pki / 'apiserver.key'}",
                 f"--client-ca-file={pki / 'ca.crt'}",
@@ -484,8 +507,8 @@ class Cluster:
                 *[f"--config={s}" for s in b.kwok_stages if not s.endswith("node-initialize.yaml")],
             ],
         )
-        for node in FAKE_NODES:
-            self.kubectl("apply", "-f", "-", input=json.dumps(fake_node(node)))
+        for name in FAKE_NODES:
+            self.kubectl("apply", "-f", "-", input=json.dumps(fake_node(name, tainted=self.real_node)))
         self._wait("kwok", self._nodes_ready, timeout=90)
         if self.scheduler:
             self._wait("scheduler", lambda: self._https_ok(p["scheduler"], "/healthz", verify=False))
@@ -512,6 +535,13 @@ class Cluster:
         self._wait("prometheus", lambda: self._http_ok(f"{self.prometheus_url}/-/ready"))
         if self.thanos:
             self._start_thanos()
+        if self.real_node:
+            node.start(self)
+
+    def _kubelet_client(self) -> tuple[str, ...]:
+        """How the API server authenticates to the real kubelet (logs, exec, port-forward)."""
+        cert, key = self.pki / "admin.crt", self.pki / "admin.key"
+        return (f"--kubelet-client-certificate={cert}", f"--kubelet-client-key={key}")
 
     def _start_scheduler(self) -> None:
         assert self.bins is not None
@@ -661,25 +691,32 @@ class Cluster:
 
     # --- tear-down ------------------------------------------------------------------------
 
+    def _stop(self, name: str, quiet: bool = False) -> None:
+        """SIGTERM to the process group we started as ``name``, SIGKILL after 15 s."""
+        if not self._alive(name):
+            return
+        pid = self.pids[name]
+        if not quiet:
+            log(f"stopping {name} (pid {pid})")
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and self._alive(name):
+            time.sleep(0.1)
+            _reap(pid)
+        if self._alive(name):
+            os.killpg(pid, signal.SIGKILL)
+            _reap(pid)
+
     def down(self, quiet: bool = False, keep_logs: bool = False) -> None:
-        """Stop every process we started (by PID, newest first) and remove the state."""
+        """Stop every process we started (by PID, newest first) and remove the state; a real
+        node first, its pods and what it changed on the host with it (``node.stop``)."""
+        if self.real_node and self.bins is not None:
+            node.stop(self)
         for name in reversed(list(self.pids)):
-            if not self._alive(name):
-                continue
-            pid = self.pids[name]
-            if not quiet:
-                log(f"stopping {name} (pid {pid})")
-            try:
-                os.killpg(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-            deadline = time.monotonic() + 15
-            while time.monotonic() < deadline and self._alive(name):
-                time.sleep(0.1)
-                _reap(pid)
-            if self._alive(name):
-                os.killpg(pid, signal.SIGKILL)
-                _reap(pid)
+            self._stop(name, quiet)
         for proc in self._procs.values():
             try:
                 proc.wait(timeout=5)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 
-def fake_node(name: str) -> dict[str, object]:
-    return {
+def fake_node(name: str, tainted: bool = False) -> dict[str, object]:
+    """``tainted``: beside a real node, only pods that tolerate kwok's taint are placed on a
+    fake node (a chart's Deployment must run on the real one)."""
+    node: dict[str, object] = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
@@ -24,3 +26,6 @@ def fake_node(name: str) -> dict[str, object]:
             "capacity": {"cpu": "1000", "memory": "4Ti", "pods": "8000"},
         },
     }
+    if tainted:
+        node["spec"] = {"taints": [{"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}]}
+    return node

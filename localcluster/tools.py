@@ -40,6 +40,10 @@ K8S_VERSION, ETCD_VERSION, KWOK_VERSION, HELM_VERSION, PROMETHEUS_VERSION = (
 THANOS_VERSION = _V["THANOS_VERSION"]
 PROMETHEUS_ADAPTER_VERSION = _V["PROMETHEUS_ADAPTER_VERSION"]
 KEDA_VERSION = _V["KEDA_VERSION"]
+# the real node's parts (localcluster.node)
+NODE_PARTS = "-".join(
+    _V[k] for k in ("CONTAINERD_VERSION", "RUNC_VERSION", "CNI_PLUGINS_VERSION", "COREDNS_VERSION")
+)
 # the releases promhpa decides as; the differential harness is built for each
 DIFFERENTIAL_VERSIONS = tuple(_V["DIFFERENTIAL_VERSIONS"].split())
 # an older release the shadow test runs a whole control plane of, beside its kcm
@@ -77,19 +81,20 @@ def tools_cached() -> bool:
     """True when every binary is already built (so bring-up takes seconds, not a cold build)."""
     b = Binaries(cache_bin())
     names = ["etcd", "apiserver", "controller_manager", "scheduler", "kubectl", "kwok", "helm"]
-    names += ["prometheus2", "prometheus3", "thanos", "prometheus_adapter", "keda_operator"]
+    names += ["prometheus2", "prometheus3", "thanos", "prometheus_adapter", "keda_operator", "node"]
     return all(Path(getattr(b, n)).exists() for n in names)
 
 
-def tools_dir(k8s_version: str = K8S_VERSION) -> Path:
+def tools_dir(k8s_version: str = K8S_VERSION, node: bool = False) -> Path:
     """Build (or find cached) binaries, Kubernetes at ``k8s_version``; returns the cache's
-    bin directory."""
+    bin directory. The real node's parts are built for K8S_VERSION's cluster, or ``node``."""
+    with_node = node or k8s_version == K8S_VERSION
     out = subprocess.run(
         [str(ROOT / "hack" / "build-tools.sh")],
         stdout=subprocess.PIPE,
         text=True,
         check=False,
-        env={**os.environ, "K8S_VERSION": k8s_version},
+        env={**os.environ, "K8S_VERSION": k8s_version, "PROMHPA_NODE": "1" if with_node else "0"},
     )
     if out.returncode != 0:
         raise ClusterError("hack/build-tools.sh failed (see its output above)")
@@ -111,12 +116,14 @@ class Binaries:
             "kwok": f"kwok-{KWOK_VERSION}/kwok",
             "helm": f"helm-{HELM_VERSION}/helm",
             "prometheus2": "prometheus-debian/prometheus",
-            "prometheus3": f"prometheus-{PROMETHEUS_VERSION}/prometheus",
+            "prometheus3": f"prometheus-{PROMETHEUS_VERSION}-k8s-sd/prometheus",
             "thanos": f"thanos-{THANOS_VERSION}/thanos",
             "prometheus_adapter": f"prometheus-adapter-{PROMETHEUS_ADAPTER_VERSION}/adapter",
             "keda_operator": f"keda-{KEDA_VERSION}/operator",
             "keda_adapter": f"keda-{KEDA_VERSION}/adapter",
             "keda_crds": f"keda-{KEDA_VERSION}/crds",
+            # the real node's binaries (a directory): the pause program's source is in its key
+            "node": f"node-{self.k8s}-{NODE_PARTS}-{_pause_hash()}",
         }
         if name == "prometheus":  # the one the tests and the local cluster run
             name = f"prometheus{prometheus_major()}"
@@ -154,6 +161,10 @@ class Binaries:
                 "pod/fast/pod-delete.yaml",
             )
         ]
+
+
+def _pause_hash() -> str:
+    return hashlib.sha256((ROOT / "localcluster" / "pause" / "pause.c").read_bytes()).hexdigest()[:8]
 
 
 def free_port() -> int:

@@ -230,12 +230,12 @@ def compile_bytecode(rootfs: Path) -> None:
 
 
 def layer(rootfs: Path, epoch: int) -> tuple[bytes, int]:
-    """The root file system as one tar (``_tar``: the user is in the config). Returns the
+    """The root file system as one tar (``tar_tree``: the user is in the config). Returns the
     tar and the bytes of its files."""
-    return _tar(rootfs, epoch)
+    return tar_tree(rootfs, epoch)
 
 
-def _tar(root: Path, epoch: int, *, plain_modes: bool = False) -> tuple[bytes, int]:
+def tar_tree(root: Path, epoch: int, *, plain_modes: bool = False) -> tuple[bytes, int]:
     """Every entry under ``root`` in one tar: sorted, owned by root, every mtime the commit's
     (``plain_modes``: 0755 directories and 0644 files, as an archive's layout needs)."""
     buf, total = io.BytesIO(), 0
@@ -272,34 +272,44 @@ def _blob(layout: Path, data: bytes, media_type: str) -> dict[str, Any]:
 
 
 def oci_archive(out: Path, layer_tar: bytes, arch: str, epoch: int, version: str, revision: str) -> str:
-    """An OCI image layout with one manifest, as a tar; returns the manifest's digest."""
-    layout = out.with_suffix(".layout")
-    shutil.rmtree(layout, ignore_errors=True)
-    (layout / "blobs/sha256").mkdir(parents=True)
-    gz = io.BytesIO()
-    with gzip.GzipFile(fileobj=gz, mode="wb", compresslevel=9, mtime=0, filename="") as z:
-        z.write(layer_tar)
-    created = f"{_utc(epoch)}"
+    """promhpa's image: an OCI image layout with one manifest, as a tar; returns the
+    manifest's digest."""
     labels = {
         "org.opencontainers.image.title": "promhpa",
         "org.opencontainers.image.description": "Kubernetes HPA metrics adapter and controller on Prometheus",
         "org.opencontainers.image.licenses": "Apache-2.0",
         "org.opencontainers.image.version": version,
         "org.opencontainers.image.revision": revision,
-        "org.opencontainers.image.created": created,
+        "org.opencontainers.image.created": _utc(epoch),
     }
+    run = {
+        "User": f"{USER}:{USER}",
+        "Env": [f"{k}={v}" for k, v in ENV.items()],
+        "Cmd": ["promhpa-adapter", "--help"],
+        "WorkingDir": "/tmp",
+        "ExposedPorts": {"6443/tcp": {}, "10258/tcp": {}},
+        "Labels": labels,
+    }
+    return write_archive(out, layer_tar, run, labels, version, arch, epoch)
+
+
+def write_archive(
+    out: Path, layer_tar: bytes, run: dict[str, Any], labels: dict[str, str], ref: str, arch: str, epoch: int
+) -> str:
+    """An OCI image layout of one layer (``layer_tar``, gzipped without a name or time) whose
+    config runs ``run``, as a tar tagged ``ref``; returns the manifest's digest."""
+    layout = out.with_suffix(".layout")
+    shutil.rmtree(layout, ignore_errors=True)
+    (layout / "blobs/sha256").mkdir(parents=True)
+    gz = io.BytesIO()
+    with gzip.GzipFile(fileobj=gz, mode="wb", compresslevel=9, mtime=0, filename="") as z:
+        z.write(layer_tar)
+    created = _utc(epoch)
     config = {
         "created": created,
         "architecture": arch,
         "os": "linux",
-        "config": {
-            "User": f"{USER}:{USER}",
-            "Env": [f"{k}={v}" for k, v in ENV.items()],
-            "Cmd": ["promhpa-adapter", "--help"],
-            "WorkingDir": "/tmp",
-            "ExposedPorts": {"6443/tcp": {}, "10258/tcp": {}},
-            "Labels": labels,
-        },
+        "config": run,
         "rootfs": {"type": "layers", "diff_ids": [f"sha256:{hashlib.sha256(layer_tar).hexdigest()}"]},
         "history": [{"created": created, "created_by": "python -m release image"}],
     }
@@ -308,7 +318,7 @@ def oci_archive(out: Path, layer_tar: bytes, arch: str, epoch: int, version: str
     manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
                 "config": config_desc, "layers": [layer_desc], "annotations": labels}  # fmt: skip
     manifest_desc = _blob(layout, _json(manifest), "application/vnd.oci.image.manifest.v1+json")
-    manifest_desc["annotations"] = {"org.opencontainers.image.ref.name": version}
+    manifest_desc["annotations"] = {"org.opencontainers.image.ref.name": ref}
     manifest_desc["platform"] = {"architecture": arch, "os": "linux"}
     index = {
         "schemaVersion": 2,
@@ -317,7 +327,7 @@ def oci_archive(out: Path, layer_tar: bytes, arch: str, epoch: int, version: str
     }
     (layout / "index.json").write_bytes(_json(index))
     (layout / "oci-layout").write_bytes(_json({"imageLayoutVersion": "1.0.0"}))
-    out.write_bytes(_tar(layout, epoch, plain_modes=True)[0])
+    out.write_bytes(tar_tree(layout, epoch, plain_modes=True)[0])
     shutil.rmtree(layout)
     return str(manifest_desc["digest"])
 
