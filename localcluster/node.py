@@ -79,6 +79,20 @@ def start(c: Cluster) -> None:
     _start_coredns(c, d)
     c._wait("kubelet", lambda: _node_ready(c), timeout=120)
     log(f"real node {NODE_NAME} Ready at {NODE_IP} (kubelet {c.k8s_version}, containerd, runc)")
+    _in_cluster(c)
+
+
+def _in_cluster(c: Cluster) -> None:
+    """Prometheus as a Deployment (``incluster``), and the demo app's image for what runs it."""
+    from . import images, incluster
+
+    assert c.bins is not None
+    load_image(c, images.prometheus_image(Path(c.bins.prometheus3)), images.PROMETHEUS_IMAGE)
+    load_image(c, images.demo_image(), images.DEMO_IMAGE)
+    c.apply(incluster.prometheus())
+    rollout = ("rollout", "status", "deployment/prometheus", "--timeout=120s")
+    c.kubectl("-n", incluster.MONITORING, *rollout, timeout=130)
+    log(f"in-cluster Prometheus at {incluster.PROMETHEUS_URL}")
 
 
 def _start_containerd(c: Cluster, d: Path) -> None:

@@ -205,9 +205,12 @@ def system_files(rootfs: Path) -> None:
     bin_dir.mkdir(parents=True, exist_ok=True)
     for command, entry in COMMANDS.items():
         script = bin_dir / command
-        # no shell: the kernel runs the interpreter named on the first line
+        # no shell: the kernel runs the interpreter named on the first line; the guard keeps a
+        # process multiprocessing spawns (which runs this script again as __mp_main__) from
+        # starting a second server on the parent's ports
         script.write_text(
-            f"#!/usr/bin/{PYTHON} -s\nimport sys\nfrom shared.entry import {entry}\nsys.exit({entry}())\n"
+            f"#!/usr/bin/{PYTHON} -s\nimport sys\n\nfrom shared.entry import {entry}\n\n"
+            f'if __name__ == "__main__":\n    sys.exit({entry}())\n'
         )
         script.chmod(0o755)
 

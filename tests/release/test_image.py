@@ -125,6 +125,18 @@ def test_each_command_answers_in_the_image(bundle: Path, command: str) -> None:
     assert out.stdout.strip() == f"{command} {VERSION}"
 
 
+@pytest.mark.parametrize("command", ["promhpa-adapter", "promhpa-controller", "kubectl-promhpa"])
+def test_each_command_starts_nothing_when_a_spawned_child_imports_it(bundle: Path, command: str) -> None:
+    """multiprocessing's spawn runs the parent's main script again, as ``__mp_main__``, in
+    each child (the adapter's probe process and rule judges): the script must then define
+    and start nothing, or the child starts a second server on the parent's ports."""
+    script = f"/usr/local/bin/{command}"
+    probe = f"import runpy; runpy.run_path({script!r}, run_name='__mp_main__'); print('imported')"
+    out = run_in_image(bundle, "python3.11", "-c", probe)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "imported"
+
+
 def test_the_image_runs_as_its_user_on_a_read_only_root_with_what_it_imports(bundle: Path) -> None:
     probe = (
         "import os, ssl, adapter.server, controller.live.runner, kubernetes.client, kubernetes.stream; "
