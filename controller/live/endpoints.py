@@ -49,12 +49,18 @@ class Readiness:
     informers: Iterable[Informer]
     stale_after: float = 180.0
     stopping: bool = False
+    # waiting for the Lease: a standby lists nothing until it leads, and is ready to take
+    # over -- not ready, it would count against the PodDisruptionBudget (the leader then
+    # could never be evicted) and no rollout of two replicas would ever complete
+    standby: bool = False
     _extra: list[Callable[[], str | None]] = field(default_factory=list)
 
     def reason(self) -> str | None:
         """Why the controller is not ready (None: it is)."""
         if self.stopping:
             return "shutting down"
+        if self.standby:
+            return None
         now = time.monotonic()
         for informer in self.informers:
             if not informer.synced.is_set():

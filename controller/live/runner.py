@@ -160,8 +160,10 @@ async def run(opts: Options) -> int:
     try:
         # 2. leadership
         if elector is not None:
+            readiness.standby = True
             if not await elector.acquire(stop):
                 return 0
+            readiness.standby = False
             renewing = asyncio.create_task(elector.keep_renewing())
         # 3. caches, then workers
         hpas.start()

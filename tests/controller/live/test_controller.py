@@ -15,6 +15,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from controller.engine import decide
 from controller.engine import parse_snapshot
 from localcluster import Cluster
 from localcluster.manifests import object_metric
+from localcluster.tools import insecure_tls
 from tests.live import Controller
 from tests.live import Live
 from tests.live import hpa as hpa_object
@@ -354,6 +357,17 @@ def test_dry_run_decides_and_publishes_but_writes_nothing(
         assert condition(cluster, "shadow", "AbleToScale") == "absent"  # no status written
 
 
+def _readyz(port: int) -> int:
+    try:
+        url = f"https://127.0.0.1:{port}/readyz"
+        with urllib.request.urlopen(url, context=insecure_tls(), timeout=2) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return 0
+
+
 def lease_holder(cluster: Cluster, name: str = "promhpa-ha-test") -> str:
     out = cluster.kubectl("-n", "default", "get", "lease", name, "-o", "json", check=False)
     return str(json.loads(out.stdout)["spec"].get("holderIdentity") or "") if out.returncode == 0 else ""
@@ -374,7 +388,11 @@ def test_only_the_leader_acts_and_a_standby_takes_over(
     with start_controller(cluster, tmp_path / "a", *flags) as first:
         wait_until(lambda: lease_holder(cluster) == leader_identity(first.log), timeout=30,
                    what="the first to lead")  # fmt: skip
-        with start_controller(cluster, tmp_path / "b", *flags) as second:
+        standby_port = free_port()
+        with start_controller(cluster, tmp_path / "b", *flags, f"--secure-port={standby_port}") as second:
+            # waiting for the Lease, it is ready (else it counts against the PDB, and no
+            # rollout of two replicas completes)
+            wait_until(lambda: _readyz(standby_port) == 200, timeout=30, what="the standby's /readyz 200")
             for name in running_pods(cluster, "ha-app"):
                 exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 25)
             wait_until(
