@@ -11,7 +11,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv constraints image image-lock release lint unit test test-prometheus2 differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-discovery bench-controller bench-scale clean
+.PHONY: venv constraints image image-lock release lint unit test test-prometheus2 e2e differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-discovery bench-controller bench-scale clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,14 @@ unit: venv
 # The cluster tools are built before pytest so a cold build (25-45 min) shows its progress.
 test: lint cluster-tools
 	$(BIN)/pytest
+
+# The release as users install it, on a real node (kubelet, containerd, runc, kube-proxy,
+# CoreDNS on this machine; needs root): docs/install.md's commands, then the chart's
+# Deployments, APIServices, HPAs, security context, upgrade, evictions and leader hand-over.
+# `make test` runs these too. E2E_KEEP=DIR leaves that cluster running with the release
+# installed, until `python -m localcluster down --dir DIR`.
+e2e: venv cluster-tools
+	$(BIN)/pytest tests/e2e
 
 # The adapter's and the end-to-end tests again, against Prometheus 2.x (CI runs this too);
 # the shadow test on the older Kubernetes release is about Kubernetes, not Prometheus, and

@@ -13,8 +13,9 @@ by one cleanup context, in this order, and closed by it in reverse when the adap
 ``serve`` runs it. SIGTERM and SIGINT are handled from the first line -- a container's
 process 1 that installs no handler never receives SIGTERM, and only SIGKILL ends it -- so
 a signal during start-up stops it too. The listeners open once every context has started.
-On a signal readiness goes false at once, the listeners close (no new connection is
-accepted), requests in flight finish within ``--shutdown-grace-period``, the contexts close
+On a signal readiness goes false at once; the listeners keep accepting for
+``--shutdown-delay`` (while the pod's endpoint leaves every kube-proxy), then close (no new
+connection is accepted), requests in flight finish within ``--shutdown-grace-period``, the contexts close
 in reverse, and the process exits 0.
 """
 
@@ -311,8 +312,13 @@ async def serve(a: argparse.Namespace) -> int:
             gc_frozen_objects=frozen,
         )
         await stop.wait()
-        # drain: not ready from now on (the probe process answers 503 at once)
+        # drain: not ready from now on (the probe process answers 503 at once); still
+        # serving new connections for the shutdown delay, while the endpoint leaves kube-proxy
         adapter.health.ready_reason = "shutting down"
+        delay = a.shutdown_delay.total_seconds()
+        if delay > 0:
+            log.info("stopping: not ready, still serving for the shutdown delay", delay_seconds=delay)
+            await asyncio.sleep(delay)
         log.info("stopping: draining requests in flight", grace_seconds=grace)
     except StartupError as e:
         log.error(str(e), **e.context)

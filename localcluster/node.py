@@ -147,6 +147,25 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt",
         env={"PATH": f"{binary(c, '')}:{os.environ.get('PATH', '/usr/bin:/bin')}"},
     )
     c._wait("containerd", lambda: _crictl(c, "info").returncode == 0, timeout=60)
+    _link_default_socket(c)
+
+
+# where the kubelet's cAdvisor finds containerd (its own flag, which the kubelet does not
+# expose): without it cAdvisor sees only cgroups, and no series carries a container's name,
+# which metrics.k8s.io's rules and `kubectl top` need
+DEFAULT_SOCKET = Path("/run/containerd/containerd.sock")
+
+
+def _link_default_socket(c: Cluster) -> None:
+    if DEFAULT_SOCKET.is_symlink() and DEFAULT_SOCKET.resolve() == sock(c):
+        return
+    if os.path.lexists(DEFAULT_SOCKET):
+        raise ClusterError(
+            f"{DEFAULT_SOCKET} exists: a containerd already runs on this machine; the real node "
+            "needs that path for the kubelet's cAdvisor (stop it, or run the node elsewhere)"
+        )
+    DEFAULT_SOCKET.parent.mkdir(parents=True, exist_ok=True)
+    DEFAULT_SOCKET.symlink_to(sock(c))
 
 
 def _kubeconfig(c: Cluster, name: str, cert: str) -> Path:
@@ -354,6 +373,8 @@ def stop(c: Cluster) -> None:
     if c._alive("containerd"):
         ctr(c, "tasks", "ls")  # (nothing should remain; the runtime ends the shims it started)
     c._stop("containerd")
+    if DEFAULT_SOCKET.is_symlink() and DEFAULT_SOCKET.resolve() == sock(c):
+        DEFAULT_SOCKET.unlink()
     _end_shims(d)
     before = d / "host-before.json"
     if before.exists():

@@ -179,6 +179,15 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
     )
     add_runtime_flags(p, "requests in flight may take to finish before their connections are closed")
     p.add_argument(
+        "--shutdown-delay",
+        type=duration,
+        default=timedelta(0),
+        help="on SIGTERM, keep accepting and serving new connections this long while /readyz "
+        "fails, before closing the listeners (as kube-apiserver's --shutdown-delay-duration): "
+        "the time the pod's endpoint takes to leave every kube-proxy, which otherwise still "
+        "sends the aggregator's connections here (default 0s; the chart sets 5s)",
+    )
+    p.add_argument(
         "--rules-webhook",
         action="store_true",
         help=f"serve POST {WEBHOOK_PATH} on --rules-webhook-port: an admission webhook that refuses a "

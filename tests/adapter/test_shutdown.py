@@ -131,6 +131,46 @@ def test_sigterm_as_pid_1_drains_requests_in_flight_and_exits_0(slow_prometheus:
     assert "Traceback" not in log
 
 
+def test_during_the_shutdown_delay_it_is_not_ready_yet_serves_new_connections(
+    exporter: Exporter, prometheus: PrometheusProcess, tmp_path: Path
+) -> None:
+    """After SIGTERM, for ``--shutdown-delay``: /readyz fails (the endpoint leaves every
+    kube-proxy) while a new connection is still accepted and answered (one kube-proxy has
+    not heard yet); then the listeners close and it exits 0."""
+    exporter.set('shutdown_queue{queue="q"}', 7)
+    wait_until(lambda: prometheus.query("shutdown_queue") != [], what="the series scraped")
+    delay = 3.0
+    adapter = start_adapter(tmp_path, prometheus.url, CONFIG, f"--shutdown-delay={delay:g}s", prefix=AS_PID_1)
+    try:
+        os.kill(namespace_init(adapter.proc), signal.SIGTERM)
+        term = time.monotonic()
+        wait_until(lambda: _status(f"http://127.0.0.1:{adapter.health_port}/readyz") == 503, timeout=2,
+                   what="/readyz failing at once")  # fmt: skip
+        served = _status(adapter.url + PATH, insecure_tls())  # a new connection, inside the delay
+        inside = time.monotonic() - term < delay
+        code = adapter.proc.wait(timeout=delay + GRACE + 5)
+        ended = time.monotonic() - term
+    finally:
+        stop_adapter(adapter)
+    assert inside, "the request was not sent within the delay: the test proves nothing"
+    assert served == 200
+    assert code == 0
+    assert ended >= delay, f"it stopped {ended:.1f}s after SIGTERM, before its {delay:g}s delay ended"
+
+
+def _status(url: str, context: ssl.SSLContext | None = None) -> int:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=context) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return 0
+
+
 def test_sigterm_before_the_first_discovery_stops_it(prometheus: PrometheusProcess, tmp_path: Path) -> None:
     """A signal that arrives while the first discovery is still unanswered (Prometheus is
     cut off: a frozen link) ends the adapter too, with 0."""
