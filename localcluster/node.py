@@ -315,10 +315,9 @@ def load_image(c: Cluster, archive: Path, name: str) -> None:
     out = ctr(c, "images", "import", "--platform=linux/amd64", "--local", f"--base-name={repo}", str(archive))
     if out.returncode != 0:
         raise ClusterError(f"importing {archive} into the node's containerd failed: {out.stderr.strip()}")
-    names = set(ctr(c, "images", "ls", "-q").stdout.split())
-    archive_tag = _archive_ref(archive)[1]
-    if name not in names:
-        tagged = ctr(c, "images", "tag", f"{repo}:{archive_tag}", name)
+    imported = f"{repo}:{_archive_ref(archive)[1]}"
+    if name != imported:  # (--force: the name may hold an image loaded before, in this D)
+        tagged = ctr(c, "images", "tag", "--force", imported, name)
         if tagged.returncode != 0:
             raise ClusterError(f"naming the image {name} failed: {tagged.stderr.strip()}")
     log(f"loaded {archive.name} as {name}")

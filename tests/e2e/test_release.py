@@ -282,23 +282,33 @@ def test_upgrade_and_evictions_lose_no_read(installed: localcluster.Cluster) -> 
             code, body = _api(installed, path)
             reads += 1
             if code != 200:
-                failures.append(f"{code}: {body.get('message', body)}")
+                failures.append(f"{time.monotonic() - t0:.1f}s {code}: {body.get('message', body)}")
 
+    steps: list[str] = []
+
+    def step(what: str) -> None:
+        steps.append(f"{time.monotonic() - t0:.1f}s {what}")
+
+    t0 = time.monotonic()
     thread = threading.Thread(target=reader, daemon=True)
     thread.start()
     try:
         _upgrade_to_new_tag(installed)
+        step("upgraded")
         adapters = [
             p["metadata"]["name"] for p in _pods(installed, RELEASE, "app.kubernetes.io/component=adapter")
         ]
         assert len(adapters) == 2
         code, _ = _evict(installed, adapters[0])
+        step(f"evicted {adapters[0]}")
         assert code == 201
         code, body = _evict(installed, adapters[1])  # the first one's replacement is not ready yet
         assert code == 429, (code, body)
         assert "disruption budget" in body.get("message", ""), body
         _wait_adapters_ready(installed, 2)
+        step("both ready")
         code, _ = _evict(installed, adapters[1])
+        step(f"evicted {adapters[1]}")
         assert code == 201
         _wait_adapters_ready(installed, 2)
         time.sleep(2)  # reads across the last replacement's first seconds
@@ -306,12 +316,13 @@ def test_upgrade_and_evictions_lose_no_read(installed: localcluster.Cluster) -> 
         stop.set()
         thread.join()
     assert reads >= 20  # the reader ran throughout (4 a second)
-    assert failures == [], f"{len(failures)} of {reads} reads failed: {failures[:5]}"
+    assert failures == [], f"{len(failures)} of {reads} reads failed: {failures[:5]}; steps: {steps}"
 
 
 def _upgrade_to_new_tag(c: localcluster.Cluster) -> None:
     archive = ROOT / "dist" / f"promhpa-{VERSION}-amd64.oci.tar"
-    node.load_image(c, archive, "registry.example.com/promhpa:0.2.1")
+    tag = f"0.2.1-{int(time.time())}"  # new each run: a kept cluster (E2E_KEEP) rolls again
+    node.load_image(c, archive, f"registry.example.com/promhpa:{tag}")
     helm = Binaries(cache_bin()).helm
     subprocess.run(
         [
@@ -323,7 +334,7 @@ def _upgrade_to_new_tag(c: localcluster.Cluster) -> None:
             RELEASE,
             "--reuse-values",
             "--set",
-            "image.tag=0.2.1",
+            f"image.tag={tag}",
             "--set",
             "adapter.replicas=2",
             "--wait",
@@ -337,7 +348,7 @@ def _upgrade_to_new_tag(c: localcluster.Cluster) -> None:
     )
     # the spec's image (the runtime reports one name of the two the image has)
     images = {x["image"] for p in _pods(c, RELEASE) if _ready(p) for x in p["spec"]["containers"]}
-    assert images == {"registry.example.com/promhpa:0.2.1"}, images
+    assert images == {f"registry.example.com/promhpa:{tag}"}, images
 
 
 def _evict(c: localcluster.Cluster, pod: str) -> tuple[int, dict[str, Any]]:
@@ -423,11 +434,16 @@ def test_helm_uninstall_leaves_nothing(installed: localcluster.Cluster) -> None:
 
 
 def _left(c: localcluster.Cluster, every_namespace: set[str]) -> list[str]:
-    return [
-        o
-        for o in _cluster_objects(c)
-        if "promhpa" in o and "promhpa.io" not in o and o not in every_namespace
-    ]
+    """What remains in the release's namespace, and cluster-wide objects named for it (not
+    the APIService Kubernetes serves for the kept CRDs' group, promhpa.io)."""
+    out = []
+    for o in _cluster_objects(c):
+        _, namespace, name = o.split("/", 2)
+        if o in every_namespace or name.endswith(".promhpa.io"):
+            continue
+        if namespace == RELEASE or (not namespace and "promhpa" in name):
+            out.append(o)
+    return out
 
 
 def _cluster_objects(c: localcluster.Cluster) -> list[str]:
