@@ -27,8 +27,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def _cached(name: str, inputs: list[Path], build: object) -> Path:
+    """The archive of ``name``, built once per content of its inputs and of this recipe."""
     digest = hashlib.sha256()
-    for p in inputs:
+    for p in [Path(__file__), *inputs]:
         digest.update(p.read_bytes())
     out = cache_bin().parent / "images" / f"{name}-{digest.hexdigest()[:12]}.oci.tar"
     if not out.exists():
