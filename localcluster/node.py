@@ -146,7 +146,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt",
         [binary(c, "containerd"), f"--config={d / 'containerd.toml'}", "--log-level=warn"],
         env={"PATH": f"{binary(c, '')}:{os.environ.get('PATH', '/usr/bin:/bin')}"},
     )
-    c._wait("containerd", lambda: _crictl(c, "info").returncode == 0, timeout=60)
+    c._wait("containerd", lambda: crictl(c, "info").returncode == 0, timeout=60)
     _link_default_socket(c)
 
 
@@ -286,7 +286,8 @@ def _node_ready(c: Cluster) -> bool:
     return any(x["type"] == "Ready" and x["status"] == "True" for x in conditions)
 
 
-def _crictl(c: Cluster, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def crictl(c: Cluster, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """crictl against the node's containerd (what the kubelet sees: sandboxes, containers)."""
     return subprocess.run(
         [binary(c, "crictl"), f"--runtime-endpoint=unix://{sock(c)}", f"--image-endpoint=unix://{sock(c)}",
          "--timeout=30s", *args],
@@ -295,6 +296,7 @@ def _crictl(c: Cluster, *args: str, timeout: float = 60) -> subprocess.Completed
 
 
 def ctr(c: Cluster, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """ctr in the CRI plugin's namespace (images as the kubelet finds them)."""
     return subprocess.run(
         [binary(c, "ctr"), f"--address={sock(c)}", f"--namespace={NAMESPACE}", *args],
         capture_output=True, text=True, timeout=timeout, check=False,
@@ -350,10 +352,10 @@ def _pause_archive(c: Cluster) -> Path:
 
 def pod_netns(c: Cluster, namespace: str, pod: str) -> str:
     """The path of a pod's network namespace (under containerd's state directory)."""
-    ids = _crictl(c, "pods", "--namespace", namespace, "--name", pod, "--state", "ready", "-q").stdout.split()
+    ids = crictl(c, "pods", "--namespace", namespace, "--name", pod, "--state", "ready", "-q").stdout.split()
     if not ids:
         raise ClusterError(f"no ready sandbox of {namespace}/{pod} on the real node")
-    spec = json.loads(_crictl(c, "inspectp", ids[0]).stdout)["info"]["runtimeSpec"]
+    spec = json.loads(crictl(c, "inspectp", ids[0]).stdout)["info"]["runtimeSpec"]
     return str(next(n["path"] for n in spec["linux"]["namespaces"] if n["type"] == "network"))
 
 
@@ -364,7 +366,7 @@ def stop(c: Cluster) -> None:
     d = node_dir(c)
     c._stop("kubelet")
     if c._alive("containerd"):
-        _crictl(c, "rmp", "--all", "--force", timeout=180)
+        crictl(c, "rmp", "--all", "--force", timeout=180)
     if c._alive("kube-proxy"):
         c._stop("kube-proxy")
         subprocess.run([binary(c, "kube-proxy"), "--cleanup"], capture_output=True, timeout=60, check=False)
@@ -385,7 +387,7 @@ def _end_shims(d: Path) -> None:
     socket in their arguments."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        left = [pid for pid, _ in node_host._processes_of(d, None)]
+        left = [pid for pid, _ in node_host.processes_of(d, None)]
         if not left:
             return
         for pid in left:

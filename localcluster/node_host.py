@@ -309,7 +309,7 @@ def leftovers(before: HostState, node_dir: Path, bin_dir: Path | None) -> list[s
     found = [f"mount {m}" for m in mounts_under(node_dir)]
     found += [f"cgroup {c}" for c in _cgroups_left()]
     found += [f"process {pid} (in the node's cgroups)" for pid in cgroup_processes()]
-    found += [f"process {pid}: {cmd}" for pid, cmd in _processes_of(node_dir, bin_dir)]
+    found += [f"process {pid}: {cmd}" for pid, cmd in processes_of(node_dir, bin_dir)]
     for family in FAMILIES:
         was, now = _rules(before.rules.get(family, "")), _rules(_run(f"{family}-save", check=False))
         for table, (chains, rules) in now.items():
@@ -323,7 +323,7 @@ def leftovers(before: HostState, node_dir: Path, bin_dir: Path | None) -> list[s
     return found
 
 
-def _processes_of(node_dir: Path, bin_dir: Path | None) -> list[tuple[int, str]]:
+def processes_of(node_dir: Path, bin_dir: Path | None) -> list[tuple[int, str]]:
     """Processes that run one of the node's binaries or name its directory (a shim, a
     daemon that outlived its stop)."""
     out = []

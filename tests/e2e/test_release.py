@@ -247,7 +247,7 @@ def test_kubelet_enforces_the_charts_security_context(installed: localcluster.Cl
     for pod in _pods(installed, RELEASE):
         for status in pod["status"]["containerStatuses"]:
             container = status["containerID"].split("://", 1)[1]
-            info = json.loads(node._crictl(installed, "inspect", container).stdout)["info"]
+            info = json.loads(node.crictl(installed, "inspect", container).stdout)["info"]
             pid = info["pid"]
             fields = dict(
                 line.split(":\t", 1)
