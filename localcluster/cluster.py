@@ -29,6 +29,7 @@ from .tools import (
     K8S_VERSION,
     Binaries,
     ClusterError,
+    condition_true,
     free_port,
     log,
     tools_dir,
@@ -579,15 +580,7 @@ class Cluster:
         out = self.kubectl("get", "nodes", "-o", "json", check=False)
         if out.returncode != 0:
             return False
-        items = json.loads(out.stdout)["items"]
-        ready = [
-            n
-            for n in items
-            if any(
-                c["type"] == "Ready" and c["status"] == "True"
-                for c in n.get("status", {}).get("conditions", [])
-            )
-        ]
+        ready = [n for n in json.loads(out.stdout)["items"] if condition_true(n, "Ready")]
         return len(ready) >= len(FAKE_NODES)
 
     def _write_kwok_options(self) -> Path:

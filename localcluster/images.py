@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from release.debs import read_lock
@@ -26,7 +27,7 @@ DEMO_IMAGE = "promhpa.local/demo-app:local"
 HERE = Path(__file__).resolve().parent
 
 
-def _cached(name: str, inputs: list[Path], build: object) -> Path:
+def _cached(name: str, inputs: list[Path], build: Callable[[Path], dict[str, object]]) -> Path:
     """The archive of ``name``, built once per content of its inputs and of this recipe."""
     digest = hashlib.sha256()
     for p in [Path(__file__), *inputs]:
@@ -37,7 +38,7 @@ def _cached(name: str, inputs: list[Path], build: object) -> Path:
         with tempfile.TemporaryDirectory(prefix=f"promhpa-image-{name}-") as tmp:
             root = Path(tmp) / "rootfs"
             root.mkdir()
-            run = build(root)  # type: ignore[operator]
+            run = build(root)
             tmp_out = out.with_suffix(".tmp")
             write_archive(tmp_out, tar_tree(root, EPOCH)[0], run, {"org.opencontainers.image.title": name},
                           "local", "amd64", EPOCH)  # fmt: skip

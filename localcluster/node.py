@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from . import node_host
 from .node_host import CGROUP_ROOT, CLUSTER_DOMAIN, NODE_IP, NODE_NAME
 from .pki import issue
-from .tools import ClusterError, free_port, log
+from .tools import ClusterError, condition_true, free_port, log
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -280,10 +280,7 @@ def _start_coredns(c: Cluster, d: Path) -> None:
 
 def _node_ready(c: Cluster) -> bool:
     out = c.kubectl("get", "node", NODE_NAME, "-o", "json", check=False)
-    if out.returncode != 0:
-        return False
-    conditions = json.loads(out.stdout).get("status", {}).get("conditions", [])
-    return any(x["type"] == "Ready" and x["status"] == "True" for x in conditions)
+    return out.returncode == 0 and condition_true(json.loads(out.stdout), "Ready")
 
 
 def crictl(c: Cluster, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -371,8 +368,6 @@ def stop(c: Cluster) -> None:
         c._stop("kube-proxy")
         subprocess.run([binary(c, "kube-proxy"), "--cleanup"], capture_output=True, timeout=60, check=False)
     c._stop("coredns")
-    if c._alive("containerd"):
-        ctr(c, "tasks", "ls")  # (nothing should remain; the runtime ends the shims it started)
     c._stop("containerd")
     if DEFAULT_SOCKET.is_symlink() and DEFAULT_SOCKET.resolve() == sock(c):
         DEFAULT_SOCKET.unlink()

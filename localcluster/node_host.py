@@ -262,15 +262,23 @@ def _rules(save: str) -> dict[str, tuple[set[str], list[str]]]:
 BUILTIN = {"INPUT", "OUTPUT", "FORWARD", "PREROUTING", "POSTROUTING"}
 
 
-def _restore_rules(family: str, before: str) -> None:
+def _added(family: str, before: str) -> list[tuple[str, list[str], list[str]]]:
+    """Per table, the chains and the rules (``-A`` lines) ``family``'s tables have now that
+    ``before`` (its iptables-save) had not."""
     was, now = _rules(before), _rules(_run(f"{family}-save", check=False))
+    out = []
     for table, (chains, rules) in now.items():
         old_chains, old_rules = was.get(table, (set(), []))
+        out.append((table, sorted(chains - old_chains), [r for r in rules if r not in old_rules]))
+    return out
+
+
+def _restore_rules(family: str, before: str) -> None:
+    for table, chains, rules in _added(family, before):
+        new = [c for c in chains if c not in BUILTIN]
         for rule in rules:  # rules added to chains that were there (FORWARD's jump, ...)
-            chain = rule.split()[1]
-            if (chain in old_chains or chain in BUILTIN) and rule not in old_rules:
+            if rule.split()[1] not in new:
                 _run(family, "-t", table, "-D", *shlex.split(rule)[1:], check=False)
-        new = [c for c in chains if c not in old_chains and c not in BUILTIN]
         for chain in new:
             _run(family, "-t", table, "-F", chain, check=False)
         for chain in new:
@@ -311,11 +319,9 @@ def leftovers(before: HostState, node_dir: Path, bin_dir: Path | None) -> list[s
     found += [f"process {pid} (in the node's cgroups)" for pid in cgroup_processes()]
     found += [f"process {pid}: {cmd}" for pid, cmd in processes_of(node_dir, bin_dir)]
     for family in FAMILIES:
-        was, now = _rules(before.rules.get(family, "")), _rules(_run(f"{family}-save", check=False))
-        for table, (chains, rules) in now.items():
-            old_chains, old_rules = was.get(table, (set(), []))
-            found += [f"{family} -t {table} chain {c}" for c in sorted(chains - old_chains)]
-            found += [f"{family} -t {table} {r}" for r in rules if r not in old_rules]
+        for table, chains, rules in _added(family, before.rules.get(family, "")):
+            found += [f"{family} -t {table} chain {c}" for c in chains]
+            found += [f"{family} -t {table} {r}" for r in rules]
     found += [f"nft {t}" for t in _nft_tables() if t not in before.nft_tables]
     found += [f"link {link}" for link in _links() if link not in before.links]
     found += [f"sysctl {n}={_sysctl(n)} (was {v})" for n, v in before.sysctls.items() if _sysctl(n) != v]

@@ -167,6 +167,12 @@ def _pause_hash() -> str:
     return hashlib.sha256((ROOT / "localcluster" / "pause" / "pause.c").read_bytes()).hexdigest()[:8]
 
 
+def condition_true(obj: dict[str, Any], kind: str) -> bool:
+    """Whether an object's status carries the condition ``kind`` (Ready, Available) as True."""
+    conditions = obj.get("status", {}).get("conditions", [])
+    return any(c["type"] == kind and c["status"] == "True" for c in conditions)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

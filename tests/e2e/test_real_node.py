@@ -11,6 +11,7 @@ from pathlib import Path
 
 import localcluster
 from localcluster import images
+from localcluster import incluster
 from localcluster import node
 from localcluster import node_host
 from localcluster.node_host import BRIDGE
@@ -20,13 +21,6 @@ from localcluster.node_host import SERVICE_CIDR
 from localcluster.tools import wait_until
 
 NS = "node-test"
-LOCKED_DOWN = {
-    "readOnlyRootFilesystem": True,
-    "runAsNonRoot": True,
-    "allowPrivilegeEscalation": False,
-    "capabilities": {"drop": ["ALL"]},
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
 
 
 def _deploy(c: localcluster.Cluster) -> None:
@@ -36,7 +30,7 @@ def _deploy(c: localcluster.Cluster) -> None:
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": NS, "labels": labels},
          "spec": {"containers": [{"name": "app", "image": images.DEMO_IMAGE, "args": ["serve"],
-                                  "securityContext": LOCKED_DOWN}]}},
+                                  "securityContext": incluster.LOCKED_DOWN}]}},
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": NS},
          "spec": {"selector": labels, "ports": [{"port": 80, "targetPort": 8080}]}},
     ])  # fmt: skip

@@ -34,7 +34,9 @@ from localcluster.node_host import NODE_NAME
 from localcluster.tools import ROOT
 from localcluster.tools import Binaries
 from localcluster.tools import cache_bin
+from localcluster.tools import condition_true
 from localcluster.tools import wait_until
+from tests.live import scale_replicas
 from tests.support import missing
 
 RELEASE = "promhpa"  # the helm release and its namespace, as the README names them
@@ -103,9 +105,7 @@ def _pods(c: localcluster.Cluster, namespace: str, selector: str = "") -> list[d
 
 
 def _ready(pod: dict[str, Any]) -> bool:
-    conditions = pod.get("status", {}).get("conditions", [])
-    deleting = pod["metadata"].get("deletionTimestamp")
-    return not deleting and any(x["type"] == "Ready" and x["status"] == "True" for x in conditions)
+    return not pod["metadata"].get("deletionTimestamp") and condition_true(pod, "Ready")
 
 
 def _context(c: localcluster.Cluster) -> ssl.SSLContext:
@@ -159,13 +159,7 @@ def test_every_apiservice_is_available_through_its_service(installed: localclust
         return [a for a in items if (a["spec"].get("service") or {}).get("namespace") == RELEASE]
 
     def available() -> bool:
-        return all(
-            any(
-                x["type"] == "Available" and x["status"] == "True"
-                for x in a.get("status", {}).get("conditions", [])
-            )
-            for a in ours()
-        )
+        return all(condition_true(a, "Available") for a in ours())
 
     wait_until(available, timeout=60, what="promhpa's APIServices Available")
     names = sorted(a["metadata"]["name"] for a in ours())
@@ -205,38 +199,23 @@ def _items(c: localcluster.Cluster, path: str) -> bool:
 # --- what it does ---------------------------------------------------------------------------
 
 
-def _replicas(c: localcluster.Cluster, name: str) -> int:
-    out = c.kubectl("-n", incluster.DEMO, "get", "deployment", name, "-o", "jsonpath={.spec.replicas}")
-    return int(out.stdout)
-
-
 def test_hpas_scale_the_demo_up_under_load_and_down_after(installed: localcluster.Cluster) -> None:
     installed.apply(incluster.demo_autoscaling())
     installed.kubectl("-n", incluster.DEMO, "scale", "deployment/load", "--replicas=3")  # 30 requests/s
+
+    def replicas(name: str) -> int:
+        return scale_replicas(installed, incluster.DEMO, name)
+
     for name in ("shop", "worker"):  # 10 requests/s a pod: 3 pods each
-        wait_until(lambda n=name: _replicas(installed, n) >= 3, timeout=240, what=f"{name} scaled up to 3")
+        wait_until(lambda n=name: replicas(n) >= 3, timeout=240, what=f"{name} scaled up to 3")
     installed.kubectl("-n", incluster.DEMO, "scale", "deployment/load", "--replicas=0")
     for name in ("shop", "worker"):
-        wait_until(lambda n=name: _replicas(installed, n) == 1, timeout=240, what=f"{name} back to 1")
+        wait_until(lambda n=name: replicas(n) == 1, timeout=240, what=f"{name} back to 1")
 
 
 def test_why_explains_each_hpa(installed: localcluster.Cluster) -> None:
-    plugin = Path(sys.executable).parent / "kubectl-promhpa"
     for name in ("shop", "worker"):
-        out = subprocess.run(
-            [
-                str(plugin),
-                "why",
-                f"{incluster.DEMO}/{name}",
-                f"--kubeconfig={installed.kubeconfig}",
-                "--insecure-skip-tls-verify",
-                "--last=5",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        out = _plugin_why(installed, name, "--last=5")
         assert out.returncode == 0, out.stderr
         assert f"HPA {incluster.DEMO}/{name}" in out.stdout
         assert "limiting step" in out.stdout
@@ -388,23 +367,21 @@ def _holder(c: localcluster.Cluster, path: str) -> str:
     return str(lease.get("spec", {}).get("holderIdentity") or "").split("_")[0]
 
 
-def _why(c: localcluster.Cluster, name: str, check: bool = True) -> dict[str, Any]:
+def _plugin_why(c: localcluster.Cluster, name: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    """``kubectl promhpa why demo/NAME`` as a user runs it: the plugin, the cluster's kubeconfig."""
     plugin = Path(sys.executable).parent / "kubectl-promhpa"
-    out = subprocess.run(
-        [
-            str(plugin),
-            "why",
-            f"{incluster.DEMO}/{name}",
-            f"--kubeconfig={c.kubeconfig}",
-            "--insecure-skip-tls-verify",
-            "-o",
-            "json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    argv = [
+        str(plugin),
+        "why",
+        f"{incluster.DEMO}/{name}",
+        f"--kubeconfig={c.kubeconfig}",
+        "--insecure-skip-tls-verify",
+    ]
+    return subprocess.run([*argv, *flags], capture_output=True, text=True, timeout=60, check=False)
+
+
+def _why(c: localcluster.Cluster, name: str, check: bool = True) -> dict[str, Any]:
+    out = _plugin_why(c, name, "-o", "json")
     if out.returncode != 0:
         assert not check, out.stderr
         return {}
