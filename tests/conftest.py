@@ -27,7 +27,8 @@ NEEDS_TOOLS = {"prometheus", "exporter", "own_prometheus"}  # binaries from `mak
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        if "cluster" in fixtures:
+        # the real node's tests start a control plane of their own (tests/e2e/conftest.py)
+        if "cluster" in fixtures or item.nodeid.startswith("tests/e2e/"):
             item.add_marker(pytest.mark.cluster)
         if fixtures & NEEDS_TOOLS or item.nodeid.startswith("tests/charts/"):
             item.add_marker(pytest.mark.tools)

@@ -274,6 +274,7 @@ def test_upgrade_and_evictions_lose_no_read(installed: localcluster.Cluster) -> 
     try:
         _upgrade_to_new_tag(installed)
         step("upgraded")
+        _wait_adapters_ready(installed, 2)  # the old ReplicaSet's pods gone (their shutdown delay)
         adapters = [
             p["metadata"]["name"] for p in _pods(installed, RELEASE, "app.kubernetes.io/component=adapter")
         ]
