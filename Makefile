@@ -85,8 +85,9 @@ conformance: venv
 
 # The whole story: control plane, Prometheus, a demo app, adapter and controller; the HPA
 # scales up with the load and back down; everything is stopped at the end.
+# REAL_NODE=1 (as root): the same story with real pods on the real node, the chart installed.
 demo: venv cluster-tools
-	$(BIN)/python -m localcluster.demo
+	$(BIN)/python -m localcluster.demo $(if $(REAL_NODE),--real-node)
 
 # Offline: decide the example snapshots and explain each decision.
 examples: venv

@@ -8,6 +8,9 @@ turns the knob up and down and prints, every few seconds, what the HPA sees and 
 it has scaled up and back down; then it replays that recorded load through the engine
 (``python -m controller replay``) beside a variant with a longer scale-down window and draws
 the picture. Everything runs on 127.0.0.1 and is stopped at the end.
+
+``--real-node`` (``make demo REAL_NODE=1``, as root) tells it with real pods instead: the
+chart installed on the real node, the demo app serving real HTTP (``localcluster.demo_node``).
 """
 
 from __future__ import annotations
@@ -122,6 +125,10 @@ def status_line(cluster: localcluster.Cluster, app: DemoApp, started: float) -> 
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--real-node"]:  # the same story with real pods, the chart installed
+        from localcluster import demo_node
+
+        return demo_node.main()
     work = Path(tempfile.mkdtemp(prefix="promhpa-demo-"))
     print(f"promhpa demo (state in {work})\n1. starting the local control plane", flush=True)
     try:
