@@ -105,6 +105,7 @@ def backend_factory(
             client_cert=spec.client_cert,
             client_key=spec.client_key,
             basic_auth=basic_auth(spec),
+            password_file=spec.password_file,
             insecure_skip_verify=spec.insecure_skip_tls_verify,
             timeout=spec.timeout if spec.timeout is not None else base.timeout,
             method=spec.method or base.method,
@@ -120,7 +121,8 @@ def label(name: str) -> str:
 
 
 def basic_auth(spec: Backend) -> tuple[str, str] | None:
-    """The backend's user and password (read from its file, so a Secret can hold it)."""
+    """The backend's user and password (read from its file, so a Secret can hold it: read
+    here so an unreadable one refuses the rule file, and again as it rotates)."""
     if not spec.username:
         return None
     password = Path(spec.password_file).read_text().strip() if spec.password_file else ""

@@ -5,6 +5,7 @@ boilerplate."""
 from __future__ import annotations
 
 import json
+import ssl
 
 from .promsettings import PrometheusHTTPError
 
@@ -16,6 +17,14 @@ def retryable(e: BaseException | None) -> bool:
     if isinstance(e, ConnectionError):
         return True
     return isinstance(e, PrometheusHTTPError) and e.status in _RETRYABLE_STATUS
+
+
+def refused_credentials(e: BaseException | None) -> bool:
+    """The server refused who we are or we refused it: a TLS failure, 401 or 403, or a reset
+    (a TLS 1.3 server refuses a client certificate after the handshake, by closing)."""
+    if isinstance(e, ssl.SSLError | ConnectionResetError):
+        return True
+    return isinstance(e, PrometheusHTTPError) and e.status in (401, 403)
 
 
 def prometheus_error(e: BaseException) -> tuple[int, str] | None:

@@ -40,8 +40,8 @@ from cachetools import TTLCache
 
 from shared.httpclient import Connections, Origin, form_encode
 
-from .credentials import Credentials, ssl_context
-from .failures import prometheus_error, retryable, short
+from .credentials import Credentials, RotatingTLS
+from .failures import prometheus_error, refused_credentials, retryable, short
 from .promapi import Gate, PrometheusRejected, PrometheusTimeout, PrometheusUnavailable, Sample, gather_all
 from .promsettings import PrometheusHTTPError, PrometheusSettings, TransportError
 
@@ -75,7 +75,8 @@ class Prometheus:
         self._params = dict(settings.params)
         self._http: Connections | None = None
         self._origin_parsed: Origin | None = None
-        self._ssl = ssl_context(settings)
+        self._origin_generation = 0
+        self._tls = RotatingTLS(settings)
         self._credentials = Credentials(settings)
         self._pool = ThreadPoolExecutor(max_workers=max(1, settings.threads), thread_name_prefix="prometheus")
         self._cache: TTLCache[str, list[Sample]] | None = (
@@ -89,13 +90,14 @@ class Prometheus:
         if self._sync is None:
             from .promsync import SyncTransport  # on first use: see promsync's docstring
 
-            self._sync = SyncTransport(self.settings)
+            self._sync = SyncTransport(self.settings, self._tls, self._credentials)
         return self._sync
 
     async def _call(self, kind: str, fn: Callable[[SyncTransport, float], T]) -> T:
         """Run ``fn(transport, seconds_left)`` in the pool under the deadline, retrying at
         most once."""
         loop = asyncio.get_running_loop()
+        self._tls.check()  # a rotated file: the transport closes its connections (promsync)
         sync = self._transport()
         return await self._acall(kind, lambda left: loop.run_in_executor(self._pool, sync.run, fn, left))
 
@@ -109,7 +111,7 @@ class Prometheus:
         error: BaseException | None = None
         for attempt in range(attempts):
             left = deadline - time.monotonic()
-            if left <= 0.05 or (attempt and not retryable(error)):
+            if left <= 0.05 or (attempt and not (retryable(error) or self._rotated(error))):
                 break
             try:
                 if bounded:
@@ -141,6 +143,14 @@ class Prometheus:
             raise PrometheusRejected(f"{self.settings.who} rejects the {kind}: {parsed[1]}")
         raise PrometheusUnavailable(f"{self.settings.who} did not answer the {kind}: {short(error)}")
 
+    def _rotated(self, error: BaseException | None) -> bool:
+        """The server refused our credentials: are the files newer than what we sent? (A
+        rotation the server saw before our next look at the files: worth the one retry.)"""
+        if not refused_credentials(error):
+            return False
+        tls = self._tls.check(now=True)
+        return self._credentials.refresh() or tls
+
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
@@ -168,8 +178,12 @@ class Prometheus:
         return orjson.loads(body)["data"]
 
     def _origin(self) -> Origin:
-        if self._origin_parsed is None:
-            self._origin_parsed = Origin.of(self.settings.url, self._ssl)
+        tls = self._tls.context()
+        if self._origin_parsed is None or self._origin_generation != self._tls.generation:
+            old, self._origin_parsed = self._origin_parsed, Origin.of(self.settings.url, tls)
+            self._origin_generation = self._tls.generation
+            if old is not None and self._http is not None:
+                self._http.retire(old)  # its connections present the old certificate
         return self._origin_parsed
 
     def _long(self, promql: str) -> bool:

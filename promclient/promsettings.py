@@ -30,7 +30,8 @@ class PrometheusSettings:
     token_file: str | None = None
     client_cert: str | None = None
     client_key: str | None = None
-    basic_auth: tuple[str, str] | None = None
+    basic_auth: tuple[str, str] | None = None  # (user, password); the password from password_file if set
+    password_file: str | None = None  # read again as it rotates (``credentials``)
     method: str = "GET"  # GET: POST only for queries longer than post_over; POST: always
     post_over: int = 4096  # bytes of encoded query; proxies commonly refuse longer URLs
     timeout: float = 10.0  # the whole call's deadline, retry included

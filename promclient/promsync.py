@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+import ssl
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -24,8 +25,7 @@ from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
-from shared.rereadfile import RereadFile
-
+from .credentials import Credentials, RotatingTLS
 from .promsettings import PrometheusHTTPError, PrometheusSettings, TransportError
 
 T = TypeVar("T")
@@ -34,35 +34,36 @@ T = TypeVar("T")
 _STATUS = re.compile(r"^HTTP Status Code (\d{3}) \((b'.*'|b\".*\")\)$", re.S)
 
 
-class _BearerFromFile(requests.auth.AuthBase):
-    """The token file, re-read as it rotates (``shared.rereadfile``), on every request."""
+class _FromCredentials(requests.auth.AuthBase):
+    """The loop side's headers (``credentials.Credentials``: the token and password files
+    read again as they rotate) on every request of this transport too."""
 
-    def __init__(self, path: str) -> None:
-        self.token = RereadFile(path)
+    def __init__(self, credentials: Credentials) -> None:
+        self.credentials = credentials
 
     def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
-        r.headers["Authorization"] = "Bearer " + self.token.text()
+        r.headers.update(self.credentials.headers())
         return r
 
 
 class SyncTransport:
     """One backend's prometheus-api-client and requests session (its CA, client certificate,
-    bearer token file, Basic auth and headers), with the client's own retries off."""
+    bearer token or Basic auth, and headers), with the client's own retries off."""
 
-    def __init__(self, settings: PrometheusSettings) -> None:
+    def __init__(self, settings: PrometheusSettings, tls: RotatingTLS, credentials: Credentials) -> None:
         s = self.settings = settings
         session = requests.Session()
+        # paths: urllib3 reads them for each new connection, so a rotated file is used once the
+        # connections made before it are closed (``run``, when ``tls`` made a new context)
         session.verify = False if s.insecure_skip_verify else (s.ca_file or True)
         if s.client_cert:
             session.cert = (s.client_cert, s.client_key) if s.client_key else s.client_cert
-        if s.token_file:
-            session.auth = _BearerFromFile(s.token_file)
-        self.session = session
+        session.auth = _FromCredentials(credentials)
+        self.session, self._tls, self._generation = session, tls, tls.generation
         self.client = PrometheusConnect(
             url=s.url.rstrip("/"),
             headers=dict(s.headers) or None,
             disable_ssl=s.insecure_skip_verify,
-            auth=s.basic_auth,
             session=session,
             timeout=s.timeout,
             method=s.method.upper(),
@@ -71,8 +72,13 @@ class SyncTransport:
 
     def run(self, fn: Callable[[SyncTransport, float], T], left: float) -> T:
         """``fn(self, left)``, its failures translated (see the module docstring)."""
+        if self._generation != self._tls.generation:  # the TLS files rotated
+            self._generation = self._tls.generation
+            self.session.close()  # the pools' connections go; the next ones load the new files
         try:
             return fn(self, left)
+        except requests.exceptions.SSLError as e:  # before ConnectionError, which it is too
+            raise ssl.SSLError(str(e)) from e
         except requests.Timeout as e:  # before ConnectionError: a connect timeout is both
             raise TimeoutError(str(e)) from e
         except requests.ConnectionError as e:
@@ -97,7 +103,6 @@ class SyncTransport:
             f"{s.url.rstrip('/')}{path}",
             data=form,
             headers=dict(s.headers) or None,
-            auth=s.basic_auth,
             timeout=timeout,
         )
         if response.status_code != 200:

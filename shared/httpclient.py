@@ -273,6 +273,7 @@ class Connections:
         # burst of distinct queries must not open a connection each to a struggling backend
         self.max_per_origin = max_per_origin
         self._slots: dict[Origin, asyncio.Semaphore] = {}
+        self._retired: set[Origin] = set()
 
     async def __aenter__(self) -> Connections:
         return self
@@ -362,12 +363,26 @@ class Connections:
             raise
         finally:
             self._busy.discard(conn)
-        idle = self._idle.setdefault(origin, [])
-        if conn.keep_alive and not conn.closed and not self._closed and len(idle) < MAX_IDLE:
+        idle = self._idle.setdefault(origin, []) if origin not in self._retired else None
+        if (
+            idle is not None
+            and conn.keep_alive
+            and not conn.closed
+            and not self._closed
+            and len(idle) < MAX_IDLE
+        ):
             idle.append(conn)
         else:
             conn.close()
         return answer
+
+    def retire(self, origin: Origin) -> None:
+        """No more connections to ``origin`` are kept (its TLS files rotated: a new origin with
+        the new context replaces it): its idle ones close now, its busy ones after their answer."""
+        self._retired.add(origin)
+        for conn in self._idle.pop(origin, []):
+            conn.close()
+        self._slots.pop(origin, None)
 
     def idle(self, origin: Origin) -> int:
         """Kept-alive connections waiting (what the pool holds, for tests and metrics)."""

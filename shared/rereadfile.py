@@ -29,3 +29,13 @@ class RereadFile:
         if self._read is None or now - self._read[0] > self.every:
             self._read = (now, self.path.read_text().strip())
         return self._read[1]
+
+    def reread(self) -> bool:
+        """Read now, whatever the interval (the server refused what we sent: the file may have
+        rotated since); True when the text changed. An unreadable file keeps the last text."""
+        before = self._read[1] if self._read is not None else None
+        try:
+            self._read = (time.monotonic(), self.path.read_text().strip())
+        except OSError:
+            return False
+        return self._read[1] != before

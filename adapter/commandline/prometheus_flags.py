@@ -37,12 +37,16 @@ def prometheus_flags(p: argparse.ArgumentParser) -> None:
         metavar="'NAME: VALUE'",
         help="extra HTTP header for every Prometheus request (repeatable)",
     )
-    p.add_argument("--prometheus-ca-file", help="CA bundle to verify Prometheus' certificate")
-    p.add_argument("--prometheus-token-file", help="bearer token file, re-read on every request")
-    p.add_argument("--prometheus-client-cert", help="client certificate for Prometheus")
-    p.add_argument("--prometheus-client-key", help="client key for Prometheus")
+    tls_files = "looked at every second and reloaded when it changes, as a rotated Secret does"
+    read_again = "read again every 10s and at once when Prometheus refuses it, as a rotated Secret is"
+    p.add_argument("--prometheus-ca-file", help=f"CA bundle to verify Prometheus' certificate ({tls_files})")
+    p.add_argument("--prometheus-token-file", help=f"bearer token file ({read_again})")
+    p.add_argument("--prometheus-client-cert", help=f"client certificate for Prometheus ({tls_files})")
+    p.add_argument("--prometheus-client-key", help=f"client key for Prometheus ({tls_files})")
     p.add_argument("--prometheus-auth-username", help="basic auth user name")
-    p.add_argument("--prometheus-auth-password-file", help="file holding the basic auth password")
+    p.add_argument(
+        "--prometheus-auth-password-file", help=f"file holding the basic auth password ({read_again})"
+    )
     p.add_argument(
         "--prometheus-method",
         choices=("GET", "POST"),
@@ -123,6 +127,7 @@ def prometheus_settings(a: argparse.Namespace) -> PrometheusSettings:
         client_cert=a.prometheus_client_cert or extra.get("client_cert"),
         client_key=a.prometheus_client_key or extra.get("client_key"),
         basic_auth=basic or extra.get("basic_auth"),
+        password_file=a.prometheus_auth_password_file if basic else None,
         method=a.prometheus_method,
         post_over=a.prometheus_post_over,
         timeout=a.prometheus_timeout.total_seconds(),

@@ -33,3 +33,20 @@ def test_within_the_interval_the_last_read_is_kept(token: Path) -> None:
 def test_a_missing_file_raises_naming_it(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="absent"):
         RereadFile(tmp_path / "absent").text()
+
+
+def test_reread_reads_at_once_and_says_whether_the_text_changed(token: Path) -> None:
+    f = RereadFile(token, every=3600)
+    assert f.text() == "first"
+    assert f.reread() is False
+    token.write_text("second")
+    assert f.reread() is True
+    assert f.text() == "second"
+
+
+def test_reread_of_a_vanished_file_keeps_the_last_text(token: Path) -> None:
+    f = RereadFile(token, every=3600)
+    assert f.text() == "first"
+    token.unlink()
+    assert f.reread() is False
+    assert f.text() == "first"
