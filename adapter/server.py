@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import contextlib
 import ipaddress
+import time
 import urllib.parse
 from collections.abc import AsyncIterator
 
@@ -51,6 +52,7 @@ from adapter.team.team_gate import TeamGate
 from adapter.team.team_rules import Limits
 from adapter.team.team_watch import TeamRuleWatch
 from promclient.backends import Backends, backend_factory
+from promclient.backends import label as backend_label
 from promclient.prometheus import Prometheus
 from rules.config import Config, load_config, parse_config
 from shared.gcpolicy import freeze_startup_heap
@@ -96,15 +98,22 @@ class Adapter:
         base = prometheus_settings(a)
         ttl = a.query_cache_ttl.total_seconds()
         try:
+            throttled = self.metrics.throttled
             self.backends = Backends(
-                Prometheus(base, cache_ttl=ttl, on_query=self.metrics.observe_query),
-                backend_factory(base, ttl, self.metrics.observe_query),
+                Prometheus(
+                    base,
+                    cache_ttl=ttl,
+                    on_query=self.metrics.observe_query,
+                    on_throttled=throttled.labels(backend_label("")).inc,
+                ),
+                backend_factory(base, ttl, self.metrics.observe_query, lambda n: throttled.labels(n).inc()),
                 self.config.backends,
             )
         except OSError as e:  # e.g. a backend's passwordFile
             raise StartupError(
                 "cannot set up a backend from the rule file", rules=self.config.source, error=str(e)
             ) from None
+        self.health.checks.append(self.report_throttling)
         self.max_age = a.metrics_max_age or a.metrics_relist_interval
         self.registry = Registry(self.config, self.backends, self.max_age)
         self.relister = Relister(
@@ -147,6 +156,12 @@ class Adapter:
             app.cleanup_ctx.append(self.reloader(app[PROVIDERS]).run)
         app.cleanup_ctx.append(self.health.heartbeat)
         return app
+
+    def report_throttling(self) -> str | None:
+        """A readiness check that never fails: a backend that asks us to wait is not down (the
+        adapter stays ready for the others), but /readyz says which one holds its queries."""
+        self.health.set_detail("throttling", "\n".join(self.backends.throttling(time.monotonic())))
+        return None
 
     async def connections(self, _: web.Application) -> AsyncIterator[None]:
         """Connections to every backend; the first discovery goes out on them at once."""

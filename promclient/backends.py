@@ -81,6 +81,18 @@ class Backends:
         """Queries every backend answered from its cache or an in-flight twin."""
         return sum(getattr(c, "cache_hits", 0) for c in [self.default, *self._clients.values()])
 
+    def throttling(self, now: float) -> list[str]:
+        """A line per backend holding its queries because it asked us to wait."""
+        lines = []
+        for name, client in [("", self.default), *self._clients.items()]:
+            throttle = getattr(client, "throttle", None)  # test doubles have none
+            if throttle is not None and throttle.hold(now) > 0:
+                lines.append(
+                    f"[!]backend {label(name)} throttling ({throttle.reason}; "
+                    f"{throttle.count} such answers): holding queries for {throttle.hold(now):.1f}s"
+                )
+        return lines
+
     def close(self) -> None:
         for name in list(self._clients):
             _close(self._clients.pop(name))
@@ -88,7 +100,10 @@ class Backends:
 
 
 def backend_factory(
-    base: PrometheusSettings, cache_ttl: float, on_query: Callable[[str, float, bool], None] | None = None
+    base: PrometheusSettings,
+    cache_ttl: float,
+    on_query: Callable[[str, float, bool], None] | None = None,
+    on_throttled: Callable[[str], None] | None = None,
 ) -> Callable[[Backend], Prometheus]:
     """Clients for the rule file's backends: what a backend leaves unset comes from the
     command line's Prometheus flags (timeout, method, POST threshold, retries)."""
@@ -110,7 +125,8 @@ def backend_factory(
             timeout=spec.timeout if spec.timeout is not None else base.timeout,
             method=spec.method or base.method,
         )
-        return Prometheus(settings, cache_ttl=cache_ttl, on_query=on_query)
+        counted = (lambda: on_throttled(label(spec.name))) if on_throttled else None
+        return Prometheus(settings, cache_ttl=cache_ttl, on_query=on_query, on_throttled=counted)
 
     return make
 

@@ -31,6 +31,11 @@ class PrometheusRejected(PrometheusUnavailable):
     """Prometheus refused the request as invalid (400/422: a PromQL syntax or type error)."""
 
 
+class PrometheusThrottled(PrometheusUnavailable):
+    """The backend asked us to wait (429, or 503 with Retry-After) and the wait outlasts the
+    deadline; served as 503, naming the backend and the wait (``promclient.throttle``)."""
+
+
 class PrometheusTimeout(PrometheusUnavailable):
     """Prometheus did not answer within the deadline; served as 504."""
 

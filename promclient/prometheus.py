@@ -42,8 +42,17 @@ from shared.httpclient import Connections, Origin, form_encode
 
 from .credentials import Credentials, RotatingTLS
 from .failures import prometheus_error, refused_credentials, retryable, short
-from .promapi import Gate, PrometheusRejected, PrometheusTimeout, PrometheusUnavailable, Sample, gather_all
+from .promapi import (
+    Gate,
+    PrometheusRejected,
+    PrometheusThrottled,
+    PrometheusTimeout,
+    PrometheusUnavailable,
+    Sample,
+    gather_all,
+)
 from .promsettings import PrometheusHTTPError, PrometheusSettings, TransportError
+from .throttle import Throttle, retry_after_seconds
 
 if TYPE_CHECKING:
     from .promsync import SyncTransport
@@ -69,8 +78,11 @@ class Prometheus:
         cache_ttl: float = 5.0,
         cache_size: int = 10_000,
         on_query: Callable[[str, float, bool], None] | None = None,
+        on_throttled: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
+        self.throttle = Throttle()
+        self._on_throttled = on_throttled or (lambda: None)
         self._sync: SyncTransport | None = None  # made on first use (``_transport``)
         self._params = dict(settings.params)
         self._http: Connections | None = None
@@ -110,8 +122,19 @@ class Prometheus:
         attempts = 1 + min(max(self.settings.retries, 0), 1)
         error: BaseException | None = None
         for attempt in range(attempts):
+            if attempt and not (retryable(error) or self._rotated(error) or _throttled(error)):
+                break
+            wait = self.throttle.hold(time.monotonic())
+            if wait > 0:  # the backend asked us to wait: no query before that
+                if time.monotonic() + wait >= deadline - 0.05:
+                    self._on_query(kind, time.monotonic() - start, False)
+                    raise PrometheusThrottled(
+                        f"{self.settings.who} is throttling queries ({self.throttle.reason}): "
+                        f"not asking again for {wait:.1f}s, past the {self.settings.timeout:g}s deadline"
+                    )
+                await asyncio.sleep(wait)
             left = deadline - time.monotonic()
-            if left <= 0.05 or (attempt and not (retryable(error) or self._rotated(error))):
+            if left <= 0.05:
                 break
             try:
                 if bounded:
@@ -126,17 +149,28 @@ class Prometheus:
                 break  # the deadline is spent: no retry can fit
             except (OSError, TransportError, PrometheusHTTPError) as e:  # refused, reset, TLS, DNS
                 error = e
+                if isinstance(e, PrometheusHTTPError) and _throttled(e):
+                    after = retry_after_seconds(e.retry_after, time.time())
+                    self.throttle.throttled(time.monotonic(), e.status, after)
+                    self._on_throttled()
                 continue
             except (ValueError, KeyError) as e:  # an answer that is not Prometheus' JSON
                 error = e
                 continue
             self._on_query(kind, time.monotonic() - start, True)
+            self.throttle.answered()
             return result
         self._on_query(kind, time.monotonic() - start, False)
         if isinstance(error, TimeoutError) or error is None:
             raise PrometheusTimeout(
                 f"{self.settings.who} did not answer the {kind} within "
                 f"{self.settings.timeout:g}s (--prometheus-timeout)"
+            )
+        if _throttled(error):
+            wait = self.throttle.hold(time.monotonic())
+            raise PrometheusThrottled(
+                f"{self.settings.who} is throttling queries ({self.throttle.reason}): "
+                f"not asking again for {wait:.1f}s"
             )
         parsed = prometheus_error(error)
         if parsed is not None and parsed[0] in (400, 422):
@@ -164,17 +198,18 @@ class Prometheus:
         assert self._http is not None
         headers = self._credentials.headers()
         query = form_encode(params)
+        answer: dict[str, str] = {}
         if post:
             headers = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
             status, body = await self._http.request(
-                self._origin(), "POST", path, headers, query.encode(), timeout=left
+                self._origin(), "POST", path, headers, query.encode(), timeout=left, answer=answer
             )
         else:
             status, body = await self._http.request(
-                self._origin(), "GET", f"{path}?{query}", headers, timeout=left
+                self._origin(), "GET", f"{path}?{query}", headers, timeout=left, answer=answer
             )
         if status != 200:
-            raise PrometheusHTTPError(status, body)
+            raise PrometheusHTTPError(status, body, answer.get("retry-after"))
         return orjson.loads(body)["data"]
 
     def _origin(self) -> Origin:
@@ -326,6 +361,13 @@ class Prometheus:
             )
         except PrometheusUnavailable:
             return False
+
+
+def _throttled(e: BaseException | None) -> bool:
+    """429, or 503 with Retry-After: the backend asks us to wait (a bare 503 is an outage)."""
+    return isinstance(e, PrometheusHTTPError) and (
+        e.status == 429 or (e.status == 503 and e.retry_after is not None)
+    )
 
 
 _new_tuple = tuple.__new__

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 class PrometheusHTTPError(Exception):
     """A non-2xx answer, from either transport: its status and body as Prometheus sent them."""
 
-    def __init__(self, status: int, body: bytes) -> None:
+    def __init__(self, status: int, body: bytes, retry_after: str | None = None) -> None:
         super().__init__(f"HTTP Status Code {status} ({body!r})")
-        self.status, self.body = status, body
+        self.status, self.body, self.retry_after = status, body, retry_after
 
 
 class TransportError(Exception):

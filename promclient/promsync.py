@@ -106,6 +106,8 @@ class SyncTransport:
             timeout=timeout,
         )
         if response.status_code != 200:
-            raise PrometheusHTTPError(response.status_code, response.content)
+            raise PrometheusHTTPError(
+                response.status_code, response.content, response.headers.get("Retry-After")
+            )
         data = response.json()["data"]
         return data["result"] if isinstance(data, dict) else data  # the series API: a plain list

@@ -104,6 +104,7 @@ class _Connection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self._lost: asyncio.Future[None] | None = None  # done once the socket is really closed
         self.keep_alive = True
+        self.retry_after: str | None = None  # the last answer's Retry-After, if it had one
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -138,6 +139,8 @@ class _Connection(asyncio.Protocol):
         name = name.lower()
         if name == b"content-encoding":
             self._encoding = value.strip().lower()
+        elif name == b"retry-after":
+            self.retry_after = value.decode("latin-1").strip()
         elif name in (b"content-length", b"transfer-encoding"):
             self._framed = True
 
@@ -186,6 +189,7 @@ class _Connection(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         self._waiter = loop.create_future()
         self._body, self._encoding = [], b""
+        self.retry_after = None
         self._framed = self._started = self._headers_done = False
         if timeout is not None:
             self._timer = loop.call_later(max(timeout, 0.0), self._expired)
@@ -289,9 +293,11 @@ class Connections:
         headers: Mapping[str, str],
         body: bytes | None = None,
         timeout: float | None = None,
+        answer: dict[str, str] | None = None,
     ) -> tuple[int, bytes]:
         """``method`` ``origin.prefix + target``: the status and the (decoded) body, or
-        TimeoutError after ``timeout`` seconds (connecting, retrying and answering)."""
+        TimeoutError after ``timeout`` seconds (connecting, retrying and answering).
+        ``answer``, if given, gets the answer's ``retry-after`` header when it has one."""
         if self._closed:
             raise ConnectionError("these connections are closed")
         head = (
@@ -302,7 +308,7 @@ class Connections:
             head += b"Content-Length: %d\r\n" % len(body or b"")
         request = head + b"\r\n" + (body or b"")
         if self.max_per_origin <= 0:
-            return await self._request(origin, request, timeout)
+            return await self._request(origin, request, timeout, answer)
         slots = self._slots.get(origin)
         if slots is None:
             slots = self._slots[origin] = asyncio.Semaphore(self.max_per_origin)
@@ -315,26 +321,28 @@ class Connections:
         else:
             await slots.acquire()
         try:
-            return await self._request(origin, request, timeout)
+            return await self._request(origin, request, timeout, answer)
         finally:
             slots.release()
 
-    async def _request(self, origin: Origin, request: bytes, timeout: float | None) -> tuple[int, bytes]:
+    async def _request(
+        self, origin: Origin, request: bytes, timeout: float | None, answer: dict[str, str] | None
+    ) -> tuple[int, bytes]:
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         conn = self._checkout(origin)
         if conn is not None:
             try:
-                return await self._exchange(origin, conn, request, timeout)
+                return await self._exchange(origin, conn, request, timeout, answer)
             except ConnectionError:
                 if conn.started:
                     raise
                 # a kept-alive connection closed under us before answering: once more, afresh
         if deadline is None:
-            return await self._exchange(origin, await self._connect(origin), request, None)
+            return await self._exchange(origin, await self._connect(origin), request, None, answer)
         async with asyncio.timeout_at(deadline):  # connecting: rare, and bounded the usual way
             conn = await self._connect(origin)
-        return await self._exchange(origin, conn, request, deadline - loop.time())
+        return await self._exchange(origin, conn, request, deadline - loop.time(), answer)
 
     def _checkout(self, origin: Origin) -> _Connection | None:
         idle = self._idle.get(origin)
@@ -353,11 +361,18 @@ class Connections:
         return conn
 
     async def _exchange(
-        self, origin: Origin, conn: _Connection, request: bytes, timeout: float | None
+        self,
+        origin: Origin,
+        conn: _Connection,
+        request: bytes,
+        timeout: float | None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, bytes]:
         self._busy.add(conn)
         try:
             answer = await conn.exchange(request, timeout)
+            if headers is not None and conn.retry_after is not None:
+                headers["retry-after"] = conn.retry_after
         except BaseException:
             conn.close()  # cancelled (the deadline) or failed: its stream is unknown now
             raise

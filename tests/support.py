@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -254,10 +255,16 @@ resourceRules:
 class Recorder:
     """A forwarding proxy to Prometheus that keeps (query, status) of every instant query,
     and the HTTP method of each; with ``max_url`` it refuses longer request lines with 414,
-    as proxies in front of Prometheus do."""
+    as proxies in front of Prometheus do; with ``throttle`` set to N it answers the next N
+    queries ``throttle_status`` (429) with ``retry_after`` (if set) as a throttling managed
+    service does, without forwarding them."""
 
     upstream: str
     max_url: int = 0
+    throttle: int = 0
+    throttle_status: int = 429
+    retry_after: str | None = None
+    arrivals: list[float] = field(default_factory=list)  # monotonic time of every query
     queries: list[tuple[str, int]] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)
     # (path, parameters, headers) of every call, for backends' headers and parameters
@@ -271,6 +278,19 @@ class Recorder:
             def _forward(self, body: bytes | None) -> None:
                 with rec.lock:
                     rec.methods.append(self.command)
+                    if self.path.startswith("/api/v1/query"):
+                        rec.arrivals.append(time.monotonic())
+                    throttled = rec.throttle > 0 and self.path.startswith("/api/v1/query")
+                    rec.throttle -= 1 if throttled else 0
+                if throttled:
+                    data = b'{"status":"error","errorType":"throttled","error":"rate exceeded"}'
+                    self.send_response(rec.throttle_status)
+                    if rec.retry_after is not None:
+                        self.send_header("Retry-After", rec.retry_after)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 if rec.max_url and len(self.path) > rec.max_url:
                     self.send_response(414)
                     self.send_header("Content-Length", "0")

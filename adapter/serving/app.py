@@ -48,6 +48,12 @@ class AdapterMetrics:
         self.queries = Counter(
             f"{p}_prometheus_queries_total", "Queries sent to Prometheus", ["kind", "result"], registry=r
         )
+        self.throttled = Counter(
+            f"{p}_prometheus_throttled_total",
+            "Answers asking us to wait (429, or 503 with Retry-After), per backend",
+            ["backend"],
+            registry=r,
+        )
         self.query_latency = Histogram(
             f"{p}_prometheus_query_duration_seconds", "Prometheus query latency", ["kind"], registry=r
         )
