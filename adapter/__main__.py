@@ -18,11 +18,12 @@ from typing import Any
 from adapter.commandline import compat
 from adapter.commandline.check_config import check_config
 from adapter.commandline.flags import check_parser, serve_parser
+from adapter.commandline.prometheus_flags import prometheus_settings
 from adapter.commandline.team_flags import team_limits
 from adapter.team.check_metricrules import check_manifests, manifests
 from adapter.team.team_rules import Limits
 from promclient.backends import Backends, backend_factory
-from promclient.prometheus import Prometheus, PrometheusSettings
+from promclient.prometheus import Prometheus
 from rules.config import ConfigError, parse_config
 from shared import eventloop, exitcodes
 from shared.gcpolicy import pause_collection, resume_collection
@@ -84,14 +85,26 @@ def check(args: list[str]) -> int:
                 file=sys.stderr,
             )
             return 2
-        base = PrometheusSettings(c.prometheus_url)
+        try:
+            base = prometheus_settings(c)
+        except (ValueError, OSError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         try:
             specs = (
                 load_rules(c.config) if data is None else parse_config(decode_text(data), c.config)
             ).backends
         except (ConfigError, ValueError):
             specs = ()  # check_config reports it, with file and line
-        prom = Backends(Prometheus(base, cache_ttl=0), backend_factory(base, 0), specs)
+        try:
+            default = Prometheus(base, cache_ttl=0)
+        except ValueError as e:  # e.g. --prometheus-sigv4-region without botocore
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        try:
+            prom = Backends(default, backend_factory(base, 0), specs)
+        except (OSError, ValueError):  # a backend's file or library missing: validate names it
+            prom = Backends(default, backend_factory(base, 0), ())
     return asyncio.run(check_config(c.config, prom, c.metrics_max_age, served, data))
 
 

@@ -95,25 +95,35 @@ class Adapter:
         self.config = load_rules(a.config)
         self.metrics = AdapterMetrics()
         self.health = Health()
-        base = prometheus_settings(a)
+        try:
+            base = prometheus_settings(a)
+        except (ValueError, OSError) as e:  # two ways to authenticate; an unreadable password file
+            raise StartupError(str(e)) from None
         ttl = a.query_cache_ttl.total_seconds()
         try:
-            throttled = self.metrics.throttled
+            throttled, failed = self.metrics.throttled, self.metrics.credential_failures
             self.backends = Backends(
                 Prometheus(
                     base,
                     cache_ttl=ttl,
                     on_query=self.metrics.observe_query,
                     on_throttled=throttled.labels(backend_label("")).inc,
+                    on_credentials_failure=failed.labels(backend_label("")).inc,
                 ),
-                backend_factory(base, ttl, self.metrics.observe_query, lambda n: throttled.labels(n).inc()),
+                backend_factory(
+                    base,
+                    ttl,
+                    self.metrics.observe_query,
+                    lambda n: throttled.labels(n).inc(),
+                    lambda n: failed.labels(n).inc(),
+                ),
                 self.config.backends,
             )
-        except OSError as e:  # e.g. a backend's passwordFile
+        except (OSError, ValueError) as e:  # e.g. a backend's passwordFile, sigv4 without botocore
             raise StartupError(
                 "cannot set up a backend from the rule file", rules=self.config.source, error=str(e)
             ) from None
-        self.health.checks.append(self.report_throttling)
+        self.health.checks.append(self.report_attention)
         self.max_age = a.metrics_max_age or a.metrics_relist_interval
         self.registry = Registry(self.config, self.backends, self.max_age)
         self.relister = Relister(
@@ -157,10 +167,11 @@ class Adapter:
         app.cleanup_ctx.append(self.health.heartbeat)
         return app
 
-    def report_throttling(self) -> str | None:
-        """A readiness check that never fails: a backend that asks us to wait is not down (the
-        adapter stays ready for the others), but /readyz says which one holds its queries."""
-        self.health.set_detail("throttling", "\n".join(self.backends.throttling(time.monotonic())))
+    def report_attention(self) -> str | None:
+        """A readiness check that never fails: a backend that asks us to wait, or whose
+        credentials did not refresh, is not down (the adapter stays ready for the others), but
+        /readyz says which one and why."""
+        self.health.set_detail("attention", "\n".join(self.backends.attention(time.monotonic())))
         return None
 
     async def connections(self, _: web.Application) -> AsyncIterator[None]:

@@ -11,12 +11,14 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 OUT = Path(__file__).resolve().parent.parent / "constraints.txt"
+# the extras the image holds (release/image.py), pinned too; a plain install ignores their pins
+IMAGE_EXTRAS = ("aws",)
 
 
 def pins() -> dict[str, str]:
     seen: dict[str, str] = {}
 
-    def walk(name: str) -> None:
+    def walk(name: str, extras: tuple[str, ...] = ("",)) -> None:
         key = name.lower().replace("_", "-")
         if key in seen:
             return
@@ -27,11 +29,11 @@ def pins() -> dict[str, str]:
         seen[key] = dist.version
         for text in dist.requires or []:
             req = Requirement(text)
-            if req.marker and not req.marker.evaluate({"extra": ""}):
+            if req.marker and not any(req.marker.evaluate({"extra": e}) for e in extras):
                 continue
             walk(req.name)
 
-    walk("promhpa")
+    walk("promhpa", ("", *IMAGE_EXTRAS))
     seen.pop("promhpa")
     return seen
 

@@ -81,8 +81,9 @@ class Backends:
         """Queries every backend answered from its cache or an in-flight twin."""
         return sum(getattr(c, "cache_hits", 0) for c in [self.default, *self._clients.values()])
 
-    def throttling(self, now: float) -> list[str]:
-        """A line per backend holding its queries because it asked us to wait."""
+    def attention(self, now: float) -> list[str]:
+        """A line per backend that is serving but needs a look: holding its queries because it
+        asked us to wait, or signing with credentials it could not refresh."""
         lines = []
         for name, client in [("", self.default), *self._clients.items()]:
             throttle = getattr(client, "throttle", None)  # test doubles have none
@@ -91,6 +92,9 @@ class Backends:
                     f"[!]backend {label(name)} throttling ({throttle.reason}; "
                     f"{throttle.count} such answers): holding queries for {throttle.hold(now):.1f}s"
                 )
+            signer = getattr(client, "sigv4", None)
+            if signer is not None and signer.error:
+                lines.append(f"[!]backend {label(name)} {signer.error}")
         return lines
 
     def close(self) -> None:
@@ -104,6 +108,7 @@ def backend_factory(
     cache_ttl: float,
     on_query: Callable[[str, float, bool], None] | None = None,
     on_throttled: Callable[[str], None] | None = None,
+    on_credentials_failure: Callable[[str], None] | None = None,
 ) -> Callable[[Backend], Prometheus]:
     """Clients for the rule file's backends: what a backend leaves unset comes from the
     command line's Prometheus flags (timeout, method, POST threshold, retries)."""
@@ -121,12 +126,20 @@ def backend_factory(
             client_key=spec.client_key,
             basic_auth=basic_auth(spec),
             password_file=spec.password_file,
+            sigv4=spec.sigv4,
             insecure_skip_verify=spec.insecure_skip_tls_verify,
             timeout=spec.timeout if spec.timeout is not None else base.timeout,
             method=spec.method or base.method,
         )
         counted = (lambda: on_throttled(label(spec.name))) if on_throttled else None
-        return Prometheus(settings, cache_ttl=cache_ttl, on_query=on_query, on_throttled=counted)
+        failed = (lambda: on_credentials_failure(label(spec.name))) if on_credentials_failure else None
+        return Prometheus(
+            settings,
+            cache_ttl=cache_ttl,
+            on_query=on_query,
+            on_throttled=counted,
+            on_credentials_failure=failed,
+        )
 
     return make
 

@@ -33,6 +33,8 @@ def prometheus_error(e: BaseException) -> tuple[int, str] | None:
         return None
     try:
         body = json.loads(e.body)
+        if "error" not in body and "message" in body:  # AWS' gateways (AMP): {"message": ...}
+            return e.status, str(body["message"])
         return e.status, f"{body.get('errorType', 'error')}: {body.get('error', '')}"
     except (ValueError, AttributeError):
         return e.status, repr(e.body)

@@ -52,6 +52,7 @@ from .promapi import (
     gather_all,
 )
 from .promsettings import PrometheusHTTPError, PrometheusSettings, TransportError
+from .sigv4 import SigV4
 from .throttle import Throttle, retry_after_seconds
 
 if TYPE_CHECKING:
@@ -79,9 +80,11 @@ class Prometheus:
         cache_size: int = 10_000,
         on_query: Callable[[str, float, bool], None] | None = None,
         on_throttled: Callable[[], None] | None = None,
+        on_credentials_failure: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
         self.throttle = Throttle()
+        self.sigv4 = SigV4(settings.sigv4, settings.who, on_credentials_failure) if settings.sigv4 else None
         self._on_throttled = on_throttled or (lambda: None)
         self._sync: SyncTransport | None = None  # made on first use (``_transport``)
         self._params = dict(settings.params)
@@ -102,7 +105,7 @@ class Prometheus:
         if self._sync is None:
             from .promsync import SyncTransport  # on first use: see promsync's docstring
 
-            self._sync = SyncTransport(self.settings, self._tls, self._credentials)
+            self._sync = SyncTransport(self.settings, self._tls, self._credentials, self.sigv4)
         return self._sync
 
     async def _call(self, kind: str, fn: Callable[[SyncTransport, float], T]) -> T:
@@ -199,15 +202,17 @@ class Prometheus:
         headers = self._credentials.headers()
         query = form_encode(params)
         answer: dict[str, str] = {}
+        origin = self._origin()
+        method, target, data = ("POST", path, query.encode()) if post else ("GET", f"{path}?{query}", None)
         if post:
             headers = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
-            status, body = await self._http.request(
-                self._origin(), "POST", path, headers, query.encode(), timeout=left, answer=answer
-            )
-        else:
-            status, body = await self._http.request(
-                self._origin(), "GET", f"{path}?{query}", headers, timeout=left, answer=answer
-            )
+        if self.sigv4 is not None:
+            frozen = await self.sigv4.frozen(self._pool)
+            url = f"{origin.scheme}://{origin.host_header}{origin.prefix}{target}"
+            headers = self.sigv4.sign(frozen, method, url, headers, data)
+        status, body = await self._http.request(
+            origin, method, target, headers, data, timeout=left, answer=answer
+        )
         if status != 200:
             raise PrometheusHTTPError(status, body, answer.get("retry-after"))
         return orjson.loads(body)["data"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rules.backend_config import SigV4Config
+
 
 class PrometheusHTTPError(Exception):
     """A non-2xx answer, from either transport: its status and body as Prometheus sent them."""
@@ -40,6 +42,7 @@ class PrometheusSettings:
     threads: int = 32  # concurrent Prometheus calls (each holds a thread while it waits)
     name: str = ""  # the rule file's backend name; "" for the command line's
     params: dict[str, str] = field(default_factory=dict)  # sent with every call (Thanos' dedup, ...)
+    sigv4: SigV4Config | None = None  # Amazon Managed Service for Prometheus (``sigv4``)
 
     @property
     def who(self) -> str:

@@ -27,6 +27,7 @@ from urllib3.util.retry import Retry
 
 from .credentials import Credentials, RotatingTLS
 from .promsettings import PrometheusHTTPError, PrometheusSettings, TransportError
+from .sigv4 import SigV4
 
 T = TypeVar("T")
 
@@ -46,11 +47,38 @@ class _FromCredentials(requests.auth.AuthBase):
         return r
 
 
+class _SigV4Signed(requests.auth.AuthBase):
+    """SigV4 on every request of this transport (``sigv4``): signed last, over what is sent."""
+
+    def __init__(self, credentials: Credentials, signer: SigV4) -> None:
+        self.credentials, self.signer = credentials, signer
+
+    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
+        r.headers.update(self.credentials.headers())
+        body = r.body.encode() if isinstance(r.body, str) else r.body if isinstance(r.body, bytes) else None
+        signable = {
+            k: v if isinstance(v, str) else v.decode()
+            for k, v in r.headers.items()
+            if k.lower() not in ("content-length", "connection")
+        }
+        signed = self.signer.sign(
+            self.signer.frozen_blocking(), r.method or "GET", r.url or "", signable, body
+        )
+        r.headers.update(signed)
+        return r
+
+
 class SyncTransport:
     """One backend's prometheus-api-client and requests session (its CA, client certificate,
     bearer token or Basic auth, and headers), with the client's own retries off."""
 
-    def __init__(self, settings: PrometheusSettings, tls: RotatingTLS, credentials: Credentials) -> None:
+    def __init__(
+        self,
+        settings: PrometheusSettings,
+        tls: RotatingTLS,
+        credentials: Credentials,
+        sigv4: SigV4 | None = None,
+    ) -> None:
         s = self.settings = settings
         session = requests.Session()
         # paths: urllib3 reads them for each new connection, so a rotated file is used once the
@@ -58,7 +86,7 @@ class SyncTransport:
         session.verify = False if s.insecure_skip_verify else (s.ca_file or True)
         if s.client_cert:
             session.cert = (s.client_cert, s.client_key) if s.client_key else s.client_cert
-        session.auth = _FromCredentials(credentials)
+        session.auth = _SigV4Signed(credentials, sigv4) if sigv4 else _FromCredentials(credentials)
         self.session, self._tls, self._generation = session, tls, tls.generation
         self.client = PrometheusConnect(
             url=s.url.rstrip("/"),

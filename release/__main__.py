@@ -23,6 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     img.add_argument("--out", type=Path, default=ROOT / "build")
     img.add_argument("--version", help="the version to build as (default: pyproject.toml's)")
     img.add_argument("--lock", type=Path, default=debs.LOCK, help="the Debian packages' lock")
+    img.add_argument(
+        "--extras",
+        default=",".join(image.EXTRAS),
+        help=f"the package's extras to hold (default {','.join(image.EXTRAS)}; '' for none)",
+    )
     rel = sub.add_parser("dist", help="write a release to dist/")
     rel.add_argument("version")
     rel.add_argument("--out", type=Path, default=ROOT / "dist")
@@ -36,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{a.lock}: {len(pinned)} packages for {a.arch}")
         elif a.command == "image":
             a.out.mkdir(parents=True, exist_ok=True)
-            built = image.build(a.out, a.version, arch=a.arch, lock=a.lock)
+            extras = tuple(e for e in a.extras.split(",") if e)
+            built = image.build(a.out, a.version, arch=a.arch, lock=a.lock, extras=extras)
             path = sbom.write(built)
             shutil.rmtree(a.out / "image-work")
             report(built, path)

@@ -63,6 +63,9 @@ SOURCES = (".pyi", ".pyx", ".pxd", ".c", ".h", ".cpp")  # type stubs and C sourc
 # kept as bytecode only: generated API code (thousands of modules imported at start) whose
 # lines no traceback of ours needs; every other module keeps its source beside its bytecode
 SOURCELESS = ("kubernetes/client",)
+# the package's extras the image holds: botocore for Amazon Managed Prometheus (SigV4; about
+# 30 MB of the image, docs/release.md); ``--extras ""`` builds without
+EXTRAS = ("aws",)
 PLATFORMS = {  # pip's --platform tags for each architecture (glibc 2.36 in bookworm)
     "amd64": [f"manylinux_2_{v}_x86_64" for v in range(36, 16, -1)] + ["manylinux2014_x86_64"],
     "arm64": [f"manylinux_2_{v}_aarch64" for v in range(36, 16, -1)] + ["manylinux2014_aarch64"],
@@ -112,15 +115,16 @@ def wheel(src: Path, out: Path, epoch: int) -> Path:
     return built
 
 
-def install_wheels(whl: Path, site: Path, arch: str) -> dict[str, str]:
-    """The wheel and its dependencies at constraints.txt, as built for the image's platform
-    (manylinux wheels only: nothing is compiled here), into ``site``."""
+def install_wheels(whl: Path, site: Path, arch: str, extras: tuple[str, ...] = ()) -> dict[str, str]:
+    """The wheel with ``extras`` and its dependencies at constraints.txt, as built for the
+    image's platform (manylinux wheels only: nothing is compiled here), into ``site``."""
+    wanted = f"{whl}[{','.join(extras)}]" if extras else str(whl)
     shutil.rmtree(site, ignore_errors=True)
     platforms = [f"--platform={p}" for p in PLATFORMS[arch]]
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile",
          "--only-binary=:all:", *platforms, "--python-version=3.11", "--implementation=cp", "--abi=cp311",
-         f"--target={site}", f"--constraint={ROOT / 'constraints.txt'}", str(whl)],
+         f"--target={site}", f"--constraint={ROOT / 'constraints.txt'}", wanted],
         check=True,
     )  # fmt: skip
     versions = {}
@@ -345,8 +349,15 @@ def _utc(epoch: int) -> str:
     return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def build(out_dir: Path, version: str | None = None, arch: str = "amd64", lock: Path = LOCK) -> Built:
-    """The image of the commit checked out, at ``version`` (pyproject.toml's if None)."""
+def build(
+    out_dir: Path,
+    version: str | None = None,
+    arch: str = "amd64",
+    lock: Path = LOCK,
+    extras: tuple[str, ...] = EXTRAS,
+) -> Built:
+    """The image of the commit checked out, at ``version`` (pyproject.toml's if None), with
+    the package's ``extras`` (the default: ``aws``, so Amazon Managed Prometheus works)."""
     debs = [d for d in read_lock(lock) if d.arch in (arch, "all")]
     if not debs:
         raise RuntimeError(
@@ -360,7 +371,7 @@ def build(out_dir: Path, version: str | None = None, arch: str = "amd64", lock: 
     shutil.rmtree(rootfs, ignore_errors=True)
     rootfs.mkdir(parents=True)
     unpack_debs(rootfs, debs)
-    wheels = install_wheels(whl, rootfs / SITE, arch)
+    wheels = install_wheels(whl, rootfs / SITE, arch, extras)
     system_files(rootfs)
     compile_bytecode(rootfs)
     for p in _walk(rootfs):  # readable by the unprivileged user; nothing setuid

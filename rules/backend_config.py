@@ -19,7 +19,20 @@ from .reader import Checker, duration_seconds, named_url, optional
 _BACKEND_KEYS = {
     "name", "url", "headers", "params", "timeout", "method", "caFile", "bearerTokenFile",
     "clientCertFile", "clientKeyFile", "username", "passwordFile", "insecureSkipTLSVerify",
+    "sigv4",
 }  # fmt: skip
+_SIGV4_KEYS = {"region", "service", "roleARN"}
+# one way to say who we are: each of these excludes the others
+_AUTH = {"bearerTokenFile": "a bearer token", "username": "Basic auth", "sigv4": "SigV4 signing"}
+
+
+@dataclass(frozen=True)
+class SigV4Config:
+    """Amazon Managed Service for Prometheus: sign every request (``promclient.sigv4``)."""
+
+    region: str
+    service: str = "aps"
+    role_arn: str | None = None  # assumed on top of the credential chain
 
 
 @dataclass(frozen=True)
@@ -40,6 +53,7 @@ class Backend:
     username: str | None = None
     password_file: str | None = None
     insecure_skip_tls_verify: bool = False
+    sigv4: SigV4Config | None = None
     line: int = 0
 
 
@@ -61,6 +75,14 @@ def parse_backends(c: Checker, node: yaml.Node) -> tuple[Backend, ...]:
 
         if ("username" in m) != ("passwordFile" in m):
             raise c.fail(n, path, "'username' and 'passwordFile' go together")
+        ways = [k for k in _AUTH if k in m]
+        if len(ways) > 1:
+            a, b = ways[:2]
+            raise c.fail(
+                m[b], f"{path}.{b}",
+                f"a backend authenticates one way: {_AUTH[a]} ('{a}') or {_AUTH[b]} ('{b}'), not both; "
+                "keep one (a second way needs a second backend)",
+            )  # fmt: skip
         out.append(
             Backend(
                 name=name,
@@ -80,10 +102,25 @@ def parse_backends(c: Checker, node: yaml.Node) -> tuple[Backend, ...]:
                     if "insecureSkipTLSVerify" in m
                     else False
                 ),
+                sigv4=parse_sigv4(c, m["sigv4"], f"{path}.sigv4") if "sigv4" in m else None,
                 line=n.start_mark.line + 1,
             )
         )
     return tuple(out)
+
+
+def parse_sigv4(c: Checker, node: yaml.Node, path: str) -> SigV4Config:
+    m = c.mapping(node, path, _SIGV4_KEYS)
+    if "region" not in m:
+        raise c.fail(node, path, "needs 'region', the workspace's AWS region (e.g. region: us-west-2)")
+    region = c.string(m["region"], f"{path}.region")
+    if not region:
+        raise c.fail(m["region"], f"{path}.region", "must name the workspace's AWS region (e.g. us-west-2)")
+    service = c.string(m["service"], f"{path}.service") if "service" in m else "aps"
+    role = optional(c, m, "roleARN", path)
+    if role is not None and not role.startswith("arn:"):
+        raise c.fail(m["roleARN"], f"{path}.roleARN", "must be a role's ARN (arn:aws:iam::ACCOUNT:role/NAME)")
+    return SigV4Config(region=region, service=service or "aps", role_arn=role)
 
 
 def check_backend_refs(c: Checker, top: dict[str, yaml.Node], names: set[str]) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from promclient.backends import Backends
 from promclient.promapi import PrometheusAPI, PrometheusRejected, PrometheusUnavailable
-from rules.config import Rule, read_config
+from rules.config import Backend, Rule, read_config
 from rules.naming import ResourceMapper, known
 from rules.promql import QueryError
 from rules.queries import ObjectQuery, custom_query, external_query
@@ -85,6 +85,32 @@ class Verdict:
     invalid_file: bool = False
 
 
+_CREDENTIAL_FILES = (
+    ("caFile", "ca_file"), ("bearerTokenFile", "bearer_token_file"), ("clientCertFile", "client_cert"),
+    ("clientKeyFile", "client_key"), ("passwordFile", "password_file"),
+)  # fmt: skip
+
+
+def _unreadable_files(source: str, index: int, backend: Backend) -> list[str]:
+    """A backend's credential files the adapter could not read here either: checked only with
+    --prometheus-url, where check-config connects as the adapter would."""
+    out = []
+    for key, attr in _CREDENTIAL_FILES:
+        path = getattr(backend, attr)
+        if not path:
+            continue
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as e:
+            out.append(
+                f"{source}:{backend.line}: backends[{index}].{key}: cannot read {path}: {e.strerror} "
+                "(mount the Secret holding it, e.g. with the chart's adapter.extraVolumes and "
+                "adapter.extraVolumeMounts, and run check-config where it is mounted)"
+            )
+    return out
+
+
 async def validate(
     text: str,
     source: str,
@@ -130,6 +156,7 @@ async def validate(
         v.skipped.append("series discovery, and Prometheus parsing each query")
         v.report.append(f"  skipped (no --prometheus-url): {v.skipped[-1]}")
         return v
+    v.errors += [err for i, b in enumerate(config.backends) for err in _unreadable_files(source, i, b)]
     backends = Backends.of(prom)
     down: dict[str, tuple[str, list[str]]] = {}  # backend -> (why, the rules not checked)
     for rule in rules:

@@ -40,7 +40,7 @@ def check_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "config", help="the rule file (prometheus-adapter format), or MetricRule manifests; - reads stdin"
     )
-    p.add_argument("--prometheus-url", help="Prometheus to discover series from")
+    prometheus_flags(p, url_help="Prometheus to discover series from (then the flags below say how)")
     p.add_argument(
         "--metrics-max-age",
         type=duration,

@@ -4,49 +4,27 @@
 from __future__ import annotations
 
 import argparse
-import re
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
+from promclient.auth_flags import auth_flags, auth_settings
 from promclient.prometheus import PrometheusSettings
-from shared.cliflags import deprecated_alias, duration
+from shared.cliflags import duration
 
 from . import compat
 
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
-
-def _header(text: str) -> tuple[str, str]:
-    """'Name: value', or prometheus-adapter's 'Name=value': whichever separator comes first
-    after a valid header name."""
-    for sep in sorted((s for s in ":=" if s in text), key=text.index):
-        name, _, value = text.partition(sep)
-        if _TOKEN.match(name.strip()):
-            return name.strip(), value.strip()
-    raise argparse.ArgumentTypeError(f"{text!r} is not a header; use 'Name: value' (or 'Name=value')")
-
-
-def prometheus_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--prometheus-url", required=True, help="Prometheus base URL, e.g. http://prometheus:9090")
-    p.add_argument(
-        "--prometheus-header",
-        type=_header,
-        action="append",
-        default=[],
-        metavar="'NAME: VALUE'",
-        help="extra HTTP header for every Prometheus request (repeatable)",
-    )
-    tls_files = "looked at every second and reloaded when it changes, as a rotated Secret does"
-    read_again = "read again every 10s and at once when Prometheus refuses it, as a rotated Secret is"
-    p.add_argument("--prometheus-ca-file", help=f"CA bundle to verify Prometheus' certificate ({tls_files})")
-    p.add_argument("--prometheus-token-file", help=f"bearer token file ({read_again})")
-    p.add_argument("--prometheus-client-cert", help=f"client certificate for Prometheus ({tls_files})")
-    p.add_argument("--prometheus-client-key", help=f"client key for Prometheus ({tls_files})")
-    p.add_argument("--prometheus-auth-username", help="basic auth user name")
-    p.add_argument(
-        "--prometheus-auth-password-file", help=f"file holding the basic auth password ({read_again})"
-    )
+def prometheus_flags(p: argparse.ArgumentParser, url_help: str | None = None) -> None:
+    """How to reach and authenticate to Prometheus: the adapter's flags, and check-config's
+    (``url_help`` given: there the URL is optional) so a rule file is checked against a
+    Prometheus that needs credentials with the same flags the adapter runs with."""
+    if url_help is None:
+        p.add_argument(
+            "--prometheus-url", required=True, help="Prometheus base URL, e.g. http://prometheus:9090"
+        )
+    else:
+        p.add_argument("--prometheus-url", help=url_help)
+    auth_flags(p)
     p.add_argument(
         "--prometheus-method",
         choices=("GET", "POST"),
@@ -85,29 +63,11 @@ def prometheus_flags(p: argparse.ArgumentParser) -> None:
         help="connections open at once to one Prometheus backend (default 64; 0: no bound): a query "
         "past it waits, inside its own deadline, for one to come free",
     )
-    p.add_argument(
-        "--prometheus-insecure-skip-tls-verify",
-        "--prometheus-insecure-skip-verify",
-        dest="prometheus_insecure_skip_verify",
-        action=deprecated_alias(
-            "--prometheus-insecure-skip-tls-verify", "--prometheus-insecure-skip-verify", store_true=True
-        ),
-        help="do not verify Prometheus' certificate (testing only; kubectl's spelling, as "
-        "--insecure-skip-tls-verify and a backend's insecureSkipTLSVerify)",
-    )
 
 
 def prometheus_settings(a: argparse.Namespace) -> PrometheusSettings:
     """Our Prometheus flags, with prometheus-adapter's --prometheus-auth-config and
     --prometheus-auth-incluster filling what ours leave unset."""
-    basic = None
-    if a.prometheus_auth_username:
-        password = (
-            Path(a.prometheus_auth_password_file).read_text().strip()
-            if a.prometheus_auth_password_file
-            else ""
-        )
-        basic = (a.prometheus_auth_username, password)
     extra: dict[str, Any] = {}
     if getattr(a, "prometheus_auth_config", None):
         extra = compat.auth_from_kubeconfig(a.prometheus_auth_config)
@@ -116,21 +76,17 @@ def prometheus_settings(a: argparse.Namespace) -> PrometheusSettings:
             "token_file": str(compat.IN_CLUSTER / "token"),
             "ca_file": str(compat.IN_CLUSTER / "ca.crt"),
         }
-    headers = dict(a.prometheus_header)
+    auth = auth_settings(a)
     if extra.get("token"):
-        headers.setdefault("Authorization", f"Bearer {extra['token']}")
+        auth["headers"].setdefault("Authorization", f"Bearer {extra['token']}")
+    for key in ("ca_file", "token_file", "client_cert", "client_key", "basic_auth"):
+        auth[key] = auth[key] or extra.get(key)
+    auth["insecure_skip_verify"] = auth["insecure_skip_verify"] or bool(extra.get("insecure_skip_verify"))
     return PrometheusSettings(
         url=a.prometheus_url,
-        headers=headers,
-        ca_file=a.prometheus_ca_file or extra.get("ca_file"),
-        token_file=a.prometheus_token_file or extra.get("token_file"),
-        client_cert=a.prometheus_client_cert or extra.get("client_cert"),
-        client_key=a.prometheus_client_key or extra.get("client_key"),
-        basic_auth=basic or extra.get("basic_auth"),
-        password_file=a.prometheus_auth_password_file if basic else None,
         method=a.prometheus_method,
         post_over=a.prometheus_post_over,
         timeout=a.prometheus_timeout.total_seconds(),
         retries=a.prometheus_retries,
-        insecure_skip_verify=a.prometheus_insecure_skip_verify or bool(extra.get("insecure_skip_verify")),
+        **auth,
     )

@@ -54,6 +54,12 @@ class AdapterMetrics:
             ["backend"],
             registry=r,
         )
+        self.credential_failures = Counter(
+            f"{p}_credential_refresh_failures_total",
+            "Cloud credentials (SigV4) that could not be fetched or refreshed, per backend",
+            ["backend"],
+            registry=r,
+        )
         self.query_latency = Histogram(
             f"{p}_prometheus_query_duration_seconds", "Prometheus query latency", ["kind"], registry=r
         )

@@ -25,6 +25,7 @@ from controller.replay.inputs import live_requests, load_hpa, server_version
 from controller.replay.report import as_csv, as_json, summarize, table
 from controller.replay.simulate import Outcome, Step
 from controller.replay.variants import assignment_of, moment, replay, requests_of, set_path
+from promclient.auth_flags import auth_flags, auth_settings
 from shared.cliflags import add_kubectl_flags
 from shared.durations import parse_duration
 
@@ -37,6 +38,7 @@ def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
     )
     r.add_argument("hpa", help="an HPA YAML file, or NAMESPACE/NAME read live (--kubeconfig)")
     r.add_argument("--prometheus-url", required=True, help="the Prometheus holding the recorded history")
+    auth_flags(r)  # the adapter's own: a managed Prometheus' credentials work here too
     r.add_argument("--config", required=True, help="the adapter's rule file (names resolve to its PromQL)")
     r.add_argument("--from", dest="start", default="-1d", help="now, -7d, -90m or RFC 3339 (default -1d)")
     r.add_argument(
@@ -164,7 +166,11 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
         print(f"error: {e}", file=sys.stderr)
         return 2
     step = a.step or a.horizontal_pod_autoscaler_sync_period
-    prom = prometheus(a.prometheus_url, a.prometheus_timeout.total_seconds())
+    try:
+        prom = prometheus(a.prometheus_url, a.prometheus_timeout.total_seconds(), **auth_settings(a))
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     startup = a.pod_startup
     try:
         steps = asyncio.run(record(hpa, config, prom, start, end, step, a.pod_regex, a.real_replicas_query))

@@ -62,8 +62,9 @@ def rules(path: str) -> Config:
         raise RecordError(f"<stdin>: {e}") from None
 
 
-def prometheus(url: str, timeout: float) -> Prometheus:
-    return Prometheus(PrometheusSettings(url, timeout=timeout), cache_ttl=0)
+def prometheus(url: str, timeout: float, **auth: Any) -> Prometheus:
+    """The history's Prometheus, authenticated as the adapter's flags say (``auth_flags``)."""
+    return Prometheus(PrometheusSettings(url, timeout=timeout, **auth), cache_ttl=0)
 
 
 def _progress(text: str) -> None:

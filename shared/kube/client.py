@@ -183,16 +183,17 @@ class Kube:
         if self.limiter is not None:
             self.limiter.bucket(path).wait_sync()
         try:
-            m, url, headers, data, post = self.api.param_serialize(
-                method=method,
-                resource_path=path,
-                query_params=query or [],
-                body=body,
-                header_params={"Accept": "application/json", "Content-Type": "application/json"},
-                auth_settings=["BearerToken"],
-            )
+            # the raw answer (not preloaded, not deserialized): kubernetes 36's call_api
             resp = self.api.call_api(
-                m, url, header_params=headers, body=data, post_params=post, _request_timeout=timeout
+                path,
+                method,
+                query_params=query or [],
+                header_params={"Accept": "application/json", "Content-Type": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _return_http_data_only=True,
+                _preload_content=False,
+                _request_timeout=timeout,
             )
         except ApiException as e:
             raise from_status(e.status or 0, e.body, f"{method} {path}", str(e.reason or e)) from None
@@ -262,7 +263,7 @@ class Kube:
         from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
         read = idle_timeout if idle_timeout is not None else timeout_seconds + 30
-        stream = self._request("GET", path, None, query, (min(30.0, read), read)).response
+        stream = self._request("GET", path, None, query, (min(30.0, read), read))  # urllib3 response
         return self._events(stream, path, read, Urllib3Error, Urllib3Timeout)
 
     @staticmethod

@@ -62,7 +62,9 @@ def ssl_context(conf: Configuration) -> ssl.SSLContext:
         ctx = ssl.create_default_context()
         ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
     else:
-        ctx = ssl.create_default_context(cafile=conf.ssl_ca_cert or None, cadata=conf.ca_cert_data or None)
+        ctx = ssl.create_default_context(
+            cafile=conf.ssl_ca_cert or None, cadata=getattr(conf, "ca_cert_data", None) or None
+        )
         if conf.assert_hostname is False:
             ctx.check_hostname = False
     if conf.cert_file:
@@ -111,7 +113,7 @@ class AsyncHTTP:
     def _auth_headers(self) -> dict[str, str]:
         """Headers from the client's auth settings (may run the refresh hook: a thread's job)."""
         out: dict[str, str] = {}
-        settings: dict[str, dict[str, Any]] = dict(self.conf.auth_settings())  # type: ignore[arg-type]
+        settings: dict[str, dict[str, Any]] = dict(self.conf.auth_settings())
         for setting in settings.values():
             if setting.get("in") == "header" and setting.get("value"):
                 out[str(setting["key"])] = str(setting["value"])

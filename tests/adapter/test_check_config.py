@@ -339,3 +339,73 @@ def test_a_dash_reads_the_rules_from_standard_input(tmp_path: Path) -> None:
     )  # fmt: skip
     assert out.returncode == 2
     assert "error: <stdin>:4: rules[0].resourcez: unknown key (did you mean 'resources'?)" in out.stderr
+
+
+def test_an_unreadable_credential_file_is_an_error_naming_the_backend_line_and_key(
+    tmp_path: Path, prometheus: PrometheusProcess
+) -> None:
+    cfg = write(
+        tmp_path,
+        f"""backends:
+- name: mimir
+  url: {prometheus.url}
+  username: adapter
+  passwordFile: {tmp_path / "missing" / "password"}
+externalRules:
+- seriesQuery: '{{__name__="jobs"}}'
+  metricsQuery: 'sum(<<.Series>>{{<<.LabelMatchers>>}})'
+  backend: mimir
+""",
+    )
+    out = run(str(cfg), f"--prometheus-url={prometheus.url}")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert (
+        f"{cfg}:2: backends[0].passwordFile: cannot read {tmp_path / 'missing' / 'password'}: "
+        "No such file or directory (mount the Secret holding it" in out.stderr
+    )
+
+
+def test_two_ways_to_authenticate_a_backend_are_refused_with_line_and_key(tmp_path: Path) -> None:
+    cfg = write(
+        tmp_path,
+        """backends:
+- name: amp
+  url: https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1
+  bearerTokenFile: /var/run/secrets/token
+  sigv4: {region: us-west-2}
+""",
+    )
+    out = run(str(cfg))
+    assert out.returncode == 2
+    assert (
+        f"{cfg}:5: backends[0].sigv4: a backend authenticates one way: a bearer token ('bearerTokenFile') "
+        "or SigV4 signing ('sigv4'), not both; keep one" in out.stderr
+    )
+
+
+def test_the_prometheus_flags_authenticate_check_config_as_they_do_the_adapter(
+    tmp_path: Path, exporter: Exporter, prometheus: PrometheusProcess
+) -> None:
+    """The adapter's own Prometheus flags on check-config: here, Basic auth through a
+    recording proxy (the same flags and settings as the adapter's; SigV4's are in
+    tests/promclient/test_sigv4_live.py)."""
+    from tests.support import Recorder
+
+    exporter.set('cc_auth_total{namespace="default"}', 1)
+    wait_until(lambda: prometheus.query("cc_auth_total") != [], what="scrape")
+    (tmp_path / "password").write_text("s3cret\n")
+    cfg = write(
+        tmp_path,
+        """externalRules:
+- seriesQuery: '{__name__="cc_auth_total"}'
+  resources: {overrides: {namespace: {resource: namespace}}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'
+""",
+    )
+    with Recorder(prometheus.url) as proxy:
+        out = run(str(cfg), f"--prometheus-url={proxy.url}", "--prometheus-auth-username=adapter",
+                  f"--prometheus-auth-password-file={tmp_path / 'password'}")  # fmt: skip
+        calls = list(proxy.calls)
+    assert out.returncode == 0, out.stderr
+    assert calls
+    assert all(headers.get("Authorization") == "Basic YWRhcHRlcjpzM2NyZXQ=" for _, _, headers in calls)

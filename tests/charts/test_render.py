@@ -219,6 +219,35 @@ def test_extra_volumes_reach_the_adapter_for_backend_credentials() -> None:
     assert {"name": "mimir", "mountPath": "/etc/mimir"} in pod["containers"][0]["volumeMounts"]
 
 
+def adapter_args(*flags: str) -> list[str]:
+    docs = render(URL, *flags)
+    adapter = next(d for d in of_kind(docs, "Deployment") if d["metadata"]["name"].endswith("adapter"))
+    return list(adapter["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def test_sigv4_values_sign_the_adapters_requests() -> None:
+    role = "arn:aws:iam::123456789012:role/amp-query"
+    args = adapter_args("--set=prometheus.sigv4.region=us-west-2", f"--set=prometheus.sigv4.roleArn={role}")
+    assert "--prometheus-sigv4-region=us-west-2" in args
+    assert "--prometheus-sigv4-service=aps" in args
+    assert "--prometheus-sigv4-role-arn=arn:aws:iam::123456789012:role/amp-query" in args
+    assert not any(a.startswith("--prometheus-sigv4") for a in adapter_args())
+
+
+def test_workload_identity_annotations_and_labels_reach_the_adapter() -> None:
+    """What each cloud's workload identity reads: the ServiceAccount's annotation (EKS IRSA,
+    GKE, Azure) and the pod's label (Azure)."""
+    docs = render(
+        URL,
+        "--set=adapter.serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=arn:aws:iam::1:role/r",
+        "--set-string=adapter.podLabels.azure\\.workload\\.identity/use=true",
+    )
+    sa = next(d for d in of_kind(docs, "ServiceAccount") if d["metadata"]["name"].endswith("adapter"))
+    assert sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"] == "arn:aws:iam::1:role/r"
+    deployment = next(d for d in of_kind(docs, "Deployment") if d["metadata"]["name"].endswith("adapter"))
+    assert deployment["spec"]["template"]["metadata"]["labels"]["azure.workload.identity/use"] == "true"
+
+
 def test_every_value_is_documented() -> None:
     """Each key with a value of its own has a `# --` comment above it (sections need none)."""
     lines = (CHART / "values.yaml").read_text().splitlines()

@@ -108,6 +108,13 @@ resourceRules:
 """
 
 
+def test_a_sigv4_backend_defaults_to_the_aps_service() -> None:
+    c = parse_config(BACKENDS.replace("  timeout: 4s\n", "  timeout: 4s\n  sigv4: {region: us-west-2}\n"))
+    assert c.backends[0].sigv4 is not None
+    assert (c.backends[0].sigv4.region, c.backends[0].sigv4.service) == ("us-west-2", "aps")
+    assert c.backends[0].sigv4.role_arn is None
+
+
 def test_backends_are_read_and_rules_pick_one() -> None:
     c = parse_config(BACKENDS)
     thanos, mimir = c.backends
@@ -147,8 +154,42 @@ def test_backends_are_read_and_rules_pick_one() -> None:
         (("method: post", "method: PUT"), "<config>:5: backends[0].method: must be GET or POST"),
         (("  passwordFile: /etc/mimir/password\n", ""), "'username' and 'passwordFile' go together"),
         (("  headers:", "  header:"), "backends[1].header: unknown key (did you mean 'headers'?)"),
+        (
+            (
+                "  passwordFile: /etc/mimir/password\n",
+                "  passwordFile: /etc/mimir/password\n  sigv4: {region: x}\n",
+            ),
+            "<config>:12: backends[1].sigv4: a backend authenticates one way: Basic auth ('username') or "
+            "SigV4 signing ('sigv4'), not both",
+        ),
+        (
+            ("  timeout: 4s\n", "  timeout: 4s\n  sigv4: {service: aps}\n"),
+            "<config>:7: backends[0].sigv4: needs 'region', the workspace's AWS region",
+        ),
+        (
+            ("  timeout: 4s\n", "  timeout: 4s\n  sigv4: {region: us-west-2, roleArn: x}\n"),
+            "backends[0].sigv4.roleArn: unknown key (did you mean 'roleARN'?)",
+        ),
+        (
+            ("  timeout: 4s\n", "  timeout: 4s\n  sigv4: {region: us-west-2, roleARN: promhpa}\n"),
+            "backends[0].sigv4.roleARN: must be a role's ARN (arn:aws:iam::ACCOUNT:role/NAME)",
+        ),
     ],
-    ids=["rule-typo", "resource-rules", "url", "duplicate", "name", "timeout", "method", "password", "key"],
+    ids=[
+        "rule-typo",
+        "resource-rules",
+        "url",
+        "duplicate",
+        "name",
+        "timeout",
+        "method",
+        "password",
+        "key",
+        "two-auth-blocks",
+        "sigv4-region",
+        "sigv4-key",
+        "sigv4-role",
+    ],
 )
 def test_bad_backends_name_the_line_and_key(edit: tuple[str, str], message: str) -> None:
     with pytest.raises(ConfigError) as e:

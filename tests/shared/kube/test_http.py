@@ -124,14 +124,14 @@ def test_a_rotated_token_is_used_once_the_refresh_interval_has_passed(
     conf = kubernetes.client.Configuration()
     conf.host = cluster.server
     conf.ssl_ca_cert = str(cluster.pki / "ca.crt")
-    conf.api_key = {"authorization": tokens["reader"]}
-    conf.api_key_prefix = {"authorization": "Bearer"}
+    conf.api_key = {"BearerToken": tokens["reader"]}
+    conf.api_key_prefix = {"BearerToken": "Bearer"}
 
     hook_threads: list[str] = []
 
     def refresh(c: kubernetes.client.Configuration) -> None:
         hook_threads.append(threading.current_thread().name)
-        c.api_key["authorization"] = tokens[current["sa"]]
+        c.api_key["BearerToken"] = tokens[current["sa"]]
 
     conf.refresh_api_key_hook = refresh
 
@@ -167,8 +167,8 @@ def test_a_refreshed_credential_is_reused_within_the_refresh_interval(
     conf = kubernetes.client.Configuration()
     conf.host = cluster.server
     conf.ssl_ca_cert = str(cluster.pki / "ca.crt")
-    conf.api_key = {"authorization": token}
-    conf.api_key_prefix = {"authorization": "Bearer"}
+    conf.api_key = {"BearerToken": token}
+    conf.api_key_prefix = {"BearerToken": "Bearer"}
     conf.refresh_api_key_hook = lambda c: calls.append(time.monotonic())
     kube = Kube(kubernetes.client.ApiClient(conf)).on_loop()
 

@@ -1,0 +1,95 @@
+"""How a command says who it is to Prometheus: the flags the adapter, ``check-config`` and
+the controller's ``replay`` share (headers, TLS, a bearer token, Basic auth, SigV4), and the
+settings they make. One place, so a way to authenticate added for the adapter reaches every
+tool that queries Prometheus."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+from rules.backend_config import SigV4Config
+from shared.cliflags import deprecated_alias
+
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def _header(text: str) -> tuple[str, str]:
+    """'Name: value', or prometheus-adapter's 'Name=value': whichever separator comes first
+    after a valid header name."""
+    for sep in sorted((s for s in ":=" if s in text), key=text.index):
+        name, _, value = text.partition(sep)
+        if _TOKEN.match(name.strip()):
+            return name.strip(), value.strip()
+    raise argparse.ArgumentTypeError(f"{text!r} is not a header; use 'Name: value' (or 'Name=value')")
+
+
+def auth_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--prometheus-header",
+        type=_header,
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="extra HTTP header for every Prometheus request (repeatable)",
+    )
+    tls_files = "looked at every second and reloaded when it changes, as a rotated Secret does"
+    read_again = "read again every 10s and at once when Prometheus refuses it, as a rotated Secret is"
+    p.add_argument("--prometheus-ca-file", help=f"CA bundle to verify Prometheus' certificate ({tls_files})")
+    p.add_argument("--prometheus-token-file", help=f"bearer token file ({read_again})")
+    p.add_argument("--prometheus-client-cert", help=f"client certificate for Prometheus ({tls_files})")
+    p.add_argument("--prometheus-client-key", help=f"client key for Prometheus ({tls_files})")
+    p.add_argument("--prometheus-auth-username", help="basic auth user name")
+    p.add_argument(
+        "--prometheus-auth-password-file", help=f"file holding the basic auth password ({read_again})"
+    )
+    p.add_argument(
+        "--prometheus-sigv4-region",
+        help="sign every request with AWS SigV4 for this region (Amazon Managed Service for "
+        "Prometheus; credentials from the AWS chain: IRSA, EKS Pod Identity, environment, "
+        "profiles; needs the aws extra; docs/cloud.md)",
+    )
+    p.add_argument("--prometheus-sigv4-service", default="aps", help="SigV4's service name (default aps)")
+    p.add_argument("--prometheus-sigv4-role-arn", help="a role to assume on top of the AWS credential chain")
+    p.add_argument(
+        "--prometheus-insecure-skip-tls-verify",
+        "--prometheus-insecure-skip-verify",
+        dest="prometheus_insecure_skip_verify",
+        action=deprecated_alias(
+            "--prometheus-insecure-skip-tls-verify", "--prometheus-insecure-skip-verify", store_true=True
+        ),
+        help="do not verify Prometheus' certificate (testing only; kubectl's spelling, as "
+        "--insecure-skip-tls-verify and a backend's insecureSkipTLSVerify)",
+    )
+
+
+def auth_settings(a: argparse.Namespace) -> dict[str, Any]:
+    """``PrometheusSettings``' fields from the flags above; ValueError for two ways to
+    authenticate at once, OSError for a password file that cannot be read."""
+    basic = None
+    if a.prometheus_auth_username:
+        password_file = a.prometheus_auth_password_file
+        basic = (a.prometheus_auth_username, Path(password_file).read_text().strip() if password_file else "")
+    sigv4 = None
+    if a.prometheus_sigv4_region:
+        if basic or a.prometheus_token_file:
+            raise ValueError(
+                "--prometheus-sigv4-region signs requests with AWS credentials: leave out "
+                "--prometheus-token-file and --prometheus-auth-username (one way to authenticate)"
+            )
+        sigv4 = SigV4Config(
+            a.prometheus_sigv4_region, a.prometheus_sigv4_service, a.prometheus_sigv4_role_arn
+        )
+    return {
+        "headers": dict(a.prometheus_header),
+        "ca_file": a.prometheus_ca_file,
+        "token_file": a.prometheus_token_file,
+        "client_cert": a.prometheus_client_cert,
+        "client_key": a.prometheus_client_key,
+        "basic_auth": basic,
+        "password_file": a.prometheus_auth_password_file if basic else None,
+        "sigv4": sigv4,
+        "insecure_skip_verify": a.prometheus_insecure_skip_verify,
+    }
