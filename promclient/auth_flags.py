@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rules.backend_config import SigV4Config
+from rules.backend_config import MONITORING_READ, GoogleConfig, SigV4Config
 from shared.cliflags import deprecated_alias
 
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -54,6 +54,18 @@ def auth_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prometheus-sigv4-service", default="aps", help="SigV4's service name (default aps)")
     p.add_argument("--prometheus-sigv4-role-arn", help="a role to assume on top of the AWS credential chain")
     p.add_argument(
+        "--prometheus-google-auth",
+        action="store_true",
+        help="an OAuth2 token from Google's Application Default Credentials on every request "
+        "(Google Cloud Managed Service for Prometheus: GKE Workload Identity, a key file in "
+        "GOOGLE_APPLICATION_CREDENTIALS; needs the google extra; docs/cloud.md)",
+    )
+    p.add_argument(
+        "--prometheus-google-scopes",
+        default=MONITORING_READ,
+        help=f"comma-separated OAuth2 scopes for --prometheus-google-auth (default {MONITORING_READ})",
+    )
+    p.add_argument(
         "--prometheus-insecure-skip-tls-verify",
         "--prometheus-insecure-skip-verify",
         dest="prometheus_insecure_skip_verify",
@@ -72,13 +84,20 @@ def auth_settings(a: argparse.Namespace) -> dict[str, Any]:
     if a.prometheus_auth_username:
         password_file = a.prometheus_auth_password_file
         basic = (a.prometheus_auth_username, Path(password_file).read_text().strip() if password_file else "")
+    ways = [
+        flag
+        for flag, given in (
+            ("--prometheus-token-file", a.prometheus_token_file),
+            ("--prometheus-auth-username", basic),
+            ("--prometheus-sigv4-region", a.prometheus_sigv4_region),
+            ("--prometheus-google-auth", a.prometheus_google_auth),
+        )
+        if given
+    ]
+    if len(ways) > 1:
+        raise ValueError(f"{' and '.join(ways)}: Prometheus is authenticated one way; keep one of them")
     sigv4 = None
     if a.prometheus_sigv4_region:
-        if basic or a.prometheus_token_file:
-            raise ValueError(
-                "--prometheus-sigv4-region signs requests with AWS credentials: leave out "
-                "--prometheus-token-file and --prometheus-auth-username (one way to authenticate)"
-            )
         sigv4 = SigV4Config(
             a.prometheus_sigv4_region, a.prometheus_sigv4_service, a.prometheus_sigv4_role_arn
         )
@@ -91,5 +110,8 @@ def auth_settings(a: argparse.Namespace) -> dict[str, Any]:
         "basic_auth": basic,
         "password_file": a.prometheus_auth_password_file if basic else None,
         "sigv4": sigv4,
+        "google": GoogleConfig(tuple(s.strip() for s in a.prometheus_google_scopes.split(",") if s.strip()))
+        if a.prometheus_google_auth
+        else None,
         "insecure_skip_verify": a.prometheus_insecure_skip_verify,
     }

@@ -92,7 +92,7 @@ class Backends:
                     f"[!]backend {label(name)} throttling ({throttle.reason}; "
                     f"{throttle.count} such answers): holding queries for {throttle.hold(now):.1f}s"
                 )
-            signer = getattr(client, "sigv4", None)
+            signer = getattr(client, "signer", None)
             if signer is not None and signer.error:
                 lines.append(f"[!]backend {label(name)} {signer.error}")
         return lines
@@ -127,6 +127,7 @@ def backend_factory(
             basic_auth=basic_auth(spec),
             password_file=spec.password_file,
             sigv4=spec.sigv4,
+            google=spec.google,
             insecure_skip_verify=spec.insecure_skip_tls_verify,
             timeout=spec.timeout if spec.timeout is not None else base.timeout,
             method=spec.method or base.method,

@@ -40,8 +40,10 @@ from cachetools import TTLCache
 
 from shared.httpclient import Connections, Origin, form_encode
 
+from .cloud_credentials import CloudCredentials
 from .credentials import Credentials, RotatingTLS
 from .failures import prometheus_error, refused_credentials, retryable, short
+from .google_auth import GoogleToken
 from .promapi import (
     Gate,
     PrometheusRejected,
@@ -84,7 +86,11 @@ class Prometheus:
     ) -> None:
         self.settings = settings
         self.throttle = Throttle()
-        self.sigv4 = SigV4(settings.sigv4, settings.who, on_credentials_failure) if settings.sigv4 else None
+        self.signer: CloudCredentials | None = None  # a cloud's credentials on every request
+        if settings.sigv4:
+            self.signer = SigV4(settings.sigv4, settings.who, on_credentials_failure)
+        elif settings.google:
+            self.signer = GoogleToken(settings.google, settings.who, on_credentials_failure)
         self._on_throttled = on_throttled or (lambda: None)
         self._sync: SyncTransport | None = None  # made on first use (``_transport``)
         self._params = dict(settings.params)
@@ -105,7 +111,7 @@ class Prometheus:
         if self._sync is None:
             from .promsync import SyncTransport  # on first use: see promsync's docstring
 
-            self._sync = SyncTransport(self.settings, self._tls, self._credentials, self.sigv4)
+            self._sync = SyncTransport(self.settings, self._tls, self._credentials, self.signer)
         return self._sync
 
     async def _call(self, kind: str, fn: Callable[[SyncTransport, float], T]) -> T:
@@ -185,6 +191,9 @@ class Prometheus:
         rotation the server saw before our next look at the files: worth the one retry.)"""
         if not refused_credentials(error):
             return False
+        if self.signer is not None and isinstance(error, PrometheusHTTPError):
+            self.signer.refused()  # fetched anew for the retry
+            return True
         tls = self._tls.check(now=True)
         return self._credentials.refresh() or tls
 
@@ -206,10 +215,10 @@ class Prometheus:
         method, target, data = ("POST", path, query.encode()) if post else ("GET", f"{path}?{query}", None)
         if post:
             headers = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
-        if self.sigv4 is not None:
-            frozen = await self.sigv4.frozen(self._pool)
+        if self.signer is not None:
+            held = await self.signer.held(self._pool)
             url = f"{origin.scheme}://{origin.host_header}{origin.prefix}{target}"
-            headers = self.sigv4.sign(frozen, method, url, headers, data)
+            headers = self.signer.sign(held, method, url, headers, data)
         status, body = await self._http.request(
             origin, method, target, headers, data, timeout=left, answer=answer
         )

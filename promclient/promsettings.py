@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rules.backend_config import SigV4Config
+from rules.backend_config import GoogleConfig, SigV4Config
 
 
 class PrometheusHTTPError(Exception):
@@ -43,6 +43,7 @@ class PrometheusSettings:
     name: str = ""  # the rule file's backend name; "" for the command line's
     params: dict[str, str] = field(default_factory=dict)  # sent with every call (Thanos' dedup, ...)
     sigv4: SigV4Config | None = None  # Amazon Managed Service for Prometheus (``sigv4``)
+    google: GoogleConfig | None = None  # Google Cloud Managed Service for Prometheus (``google_auth``)
 
     @property
     def who(self) -> str:

@@ -25,9 +25,9 @@ from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
+from .cloud_credentials import CloudCredentials
 from .credentials import Credentials, RotatingTLS
 from .promsettings import PrometheusHTTPError, PrometheusSettings, TransportError
-from .sigv4 import SigV4
 
 T = TypeVar("T")
 
@@ -47,10 +47,11 @@ class _FromCredentials(requests.auth.AuthBase):
         return r
 
 
-class _SigV4Signed(requests.auth.AuthBase):
-    """SigV4 on every request of this transport (``sigv4``): signed last, over what is sent."""
+class _CloudSigned(requests.auth.AuthBase):
+    """A cloud's credentials on every request of this transport (``cloud_credentials``):
+    signed last, over what is sent."""
 
-    def __init__(self, credentials: Credentials, signer: SigV4) -> None:
+    def __init__(self, credentials: Credentials, signer: CloudCredentials) -> None:
         self.credentials, self.signer = credentials, signer
 
     def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
@@ -61,9 +62,7 @@ class _SigV4Signed(requests.auth.AuthBase):
             for k, v in r.headers.items()
             if k.lower() not in ("content-length", "connection")
         }
-        signed = self.signer.sign(
-            self.signer.frozen_blocking(), r.method or "GET", r.url or "", signable, body
-        )
+        signed = self.signer.sign(self.signer.held_blocking(), r.method or "GET", r.url or "", signable, body)
         r.headers.update(signed)
         return r
 
@@ -77,7 +76,7 @@ class SyncTransport:
         settings: PrometheusSettings,
         tls: RotatingTLS,
         credentials: Credentials,
-        sigv4: SigV4 | None = None,
+        signer: CloudCredentials | None = None,
     ) -> None:
         s = self.settings = settings
         session = requests.Session()
@@ -86,7 +85,7 @@ class SyncTransport:
         session.verify = False if s.insecure_skip_verify else (s.ca_file or True)
         if s.client_cert:
             session.cert = (s.client_cert, s.client_key) if s.client_key else s.client_cert
-        session.auth = _SigV4Signed(credentials, sigv4) if sigv4 else _FromCredentials(credentials)
+        session.auth = _CloudSigned(credentials, signer) if signer else _FromCredentials(credentials)
         self.session, self._tls, self._generation = session, tls, tls.generation
         self.client = PrometheusConnect(
             url=s.url.rstrip("/"),

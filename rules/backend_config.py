@@ -19,11 +19,24 @@ from .reader import Checker, duration_seconds, named_url, optional
 _BACKEND_KEYS = {
     "name", "url", "headers", "params", "timeout", "method", "caFile", "bearerTokenFile",
     "clientCertFile", "clientKeyFile", "username", "passwordFile", "insecureSkipTLSVerify",
-    "sigv4",
+    "sigv4", "google",
 }  # fmt: skip
 _SIGV4_KEYS = {"region", "service", "roleARN"}
+_GOOGLE_KEYS = {"scopes"}
 # one way to say who we are: each of these excludes the others
-_AUTH = {"bearerTokenFile": "a bearer token", "username": "Basic auth", "sigv4": "SigV4 signing"}
+_AUTH = {
+    "bearerTokenFile": "a bearer token", "username": "Basic auth", "sigv4": "SigV4 signing",
+    "google": "Google's credentials",
+}  # fmt: skip
+MONITORING_READ = "https://www.googleapis.com/auth/monitoring.read"
+
+
+@dataclass(frozen=True)
+class GoogleConfig:
+    """Google Cloud Managed Service for Prometheus: an access token from Application Default
+    Credentials on every request (``promclient.google_auth``)."""
+
+    scopes: tuple[str, ...] = (MONITORING_READ,)
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,7 @@ class Backend:
     password_file: str | None = None
     insecure_skip_tls_verify: bool = False
     sigv4: SigV4Config | None = None
+    google: GoogleConfig | None = None
     line: int = 0
 
 
@@ -75,7 +89,7 @@ def parse_backends(c: Checker, node: yaml.Node) -> tuple[Backend, ...]:
 
         if ("username" in m) != ("passwordFile" in m):
             raise c.fail(n, path, "'username' and 'passwordFile' go together")
-        ways = [k for k in _AUTH if k in m]
+        ways = sorted((k for k in _AUTH if k in m), key=lambda k: m[k].start_mark.line)  # the later one errs
         if len(ways) > 1:
             a, b = ways[:2]
             raise c.fail(
@@ -103,6 +117,7 @@ def parse_backends(c: Checker, node: yaml.Node) -> tuple[Backend, ...]:
                     else False
                 ),
                 sigv4=parse_sigv4(c, m["sigv4"], f"{path}.sigv4") if "sigv4" in m else None,
+                google=parse_google(c, m["google"], f"{path}.google") if "google" in m else None,
                 line=n.start_mark.line + 1,
             )
         )
@@ -121,6 +136,22 @@ def parse_sigv4(c: Checker, node: yaml.Node, path: str) -> SigV4Config:
     if role is not None and not role.startswith("arn:"):
         raise c.fail(m["roleARN"], f"{path}.roleARN", "must be a role's ARN (arn:aws:iam::ACCOUNT:role/NAME)")
     return SigV4Config(region=region, service=service or "aps", role_arn=role)
+
+
+def parse_google(c: Checker, node: yaml.Node, path: str) -> GoogleConfig:
+    if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+        return GoogleConfig()  # `google:` alone
+    m = c.mapping(node, path, _GOOGLE_KEYS)
+    if "scopes" not in m:
+        return GoogleConfig()
+    scopes = tuple(
+        c.string(n, f"{path}.scopes[{i}]") for i, n in enumerate(c.seq(m["scopes"], f"{path}.scopes"))
+    )
+    if not scopes:
+        raise c.fail(
+            m["scopes"], f"{path}.scopes", f"must name at least one scope (the default is {MONITORING_READ})"
+        )
+    return GoogleConfig(scopes=scopes)
 
 
 def check_backend_refs(c: Checker, top: dict[str, yaml.Node], names: set[str]) -> None:

@@ -234,6 +234,11 @@ def test_sigv4_values_sign_the_adapters_requests() -> None:
     assert not any(a.startswith("--prometheus-sigv4") for a in adapter_args())
 
 
+def test_google_auth_value_gives_the_adapter_its_flag() -> None:
+    assert "--prometheus-google-auth" in adapter_args("--set=prometheus.googleAuth=true")
+    assert "--prometheus-google-auth" not in adapter_args()
+
+
 def test_workload_identity_annotations_and_labels_reach_the_adapter() -> None:
     """What each cloud's workload identity reads: the ServiceAccount's annotation (EKS IRSA,
     GKE, Azure) and the pod's label (Azure)."""

@@ -37,7 +37,9 @@ def test_basic_auth_keeps_its_password_file_to_read_again(tmp_path: Path) -> Non
 
 
 def test_sigv4_with_a_bearer_token_is_refused_saying_which_to_leave_out() -> None:
-    with pytest.raises(ValueError, match="leave out --prometheus-token-file and --prometheus-auth-username"):
+    with pytest.raises(
+        ValueError, match="--prometheus-token-file and --prometheus-sigv4-region: Prometheus is"
+    ):
         auth_settings(parse("--prometheus-sigv4-region=us-west-2", "--prometheus-token-file=/t"))
 
 

@@ -115,6 +115,15 @@ def test_a_sigv4_backend_defaults_to_the_aps_service() -> None:
     assert c.backends[0].sigv4.role_arn is None
 
 
+def test_a_google_backend_asks_for_monitoring_read_unless_told() -> None:
+    c = parse_config(BACKENDS.replace("  timeout: 4s\n", "  timeout: 4s\n  google: {}\n"))
+    assert c.backends[0].google is not None
+    assert c.backends[0].google.scopes == ("https://www.googleapis.com/auth/monitoring.read",)
+    c = parse_config(BACKENDS.replace("  timeout: 4s\n", "  timeout: 4s\n  google: {scopes: [a, b]}\n"))
+    assert c.backends[0].google is not None
+    assert c.backends[0].google.scopes == ("a", "b")
+
+
 def test_backends_are_read_and_rules_pick_one() -> None:
     c = parse_config(BACKENDS)
     thanos, mimir = c.backends
@@ -163,6 +172,11 @@ def test_backends_are_read_and_rules_pick_one() -> None:
             "SigV4 signing ('sigv4'), not both",
         ),
         (
+            ("  timeout: 4s\n", "  timeout: 4s\n  google: {}\n  sigv4: {region: x}\n"),
+            "<config>:8: backends[0].sigv4: a backend authenticates one way: Google's credentials "
+            "('google') or SigV4 signing ('sigv4'), not both",
+        ),
+        (
             ("  timeout: 4s\n", "  timeout: 4s\n  sigv4: {service: aps}\n"),
             "<config>:7: backends[0].sigv4: needs 'region', the workspace's AWS region",
         ),
@@ -186,6 +200,7 @@ def test_backends_are_read_and_rules_pick_one() -> None:
         "password",
         "key",
         "two-auth-blocks",
+        "google-and-sigv4",
         "sigv4-region",
         "sigv4-key",
         "sigv4-role",

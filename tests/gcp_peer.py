@@ -1,0 +1,155 @@
+"""Google Cloud Managed Service for Prometheus as promhpa meets it, on 127.0.0.1: a metadata
+server speaking the GKE metadata server's protocol (``Metadata-Flavor: Google`` required on
+every request and answered; the service account's info, project id and universe; access
+tokens on ``.../service-accounts/default/token``) that issues short-lived tokens, and a proxy
+in front of a real Prometheus that accepts a request only with a token it issued and that
+has not expired or been revoked, as Google's front end answers 401 otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+_ACCOUNT = "promhpa-adapter@my-project.iam.gserviceaccount.com"
+_SA = "/computeMetadata/v1/instance/service-accounts/default"
+
+
+class _Server:
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.port = int(self.server.server_address[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class MetadataServer(_Server):
+    """Issues tokens lasting ``lifetime`` seconds; ``tokens`` maps each to its expiry."""
+
+    def __init__(self, lifetime: int = 3599) -> None:
+        self.lifetime = lifetime
+        self.tokens: dict[str, float] = {}
+        self.scopes: list[str] = []  # the scopes each token was asked for
+        self.without_flavor = 0  # requests refused for want of the header
+        self.lock = threading.Lock()
+        md = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.headers.get("Metadata-Flavor") != "Google":
+                    with md.lock:
+                        md.without_flavor += 1
+                    self._answer(403, "text/html", b"Missing Metadata-Flavor:Google header.")
+                    return
+                url = urllib.parse.urlsplit(self.path)
+                path = url.path.replace(f"/service-accounts/{_ACCOUNT}", "/service-accounts/default")
+                if path == "/":
+                    self._answer(200, "application/text", b"computeMetadata/")
+                elif path == f"{_SA}/token":
+                    token = "ya29.local-" + secrets.token_urlsafe(24)
+                    scopes = urllib.parse.parse_qs(url.query).get("scopes", [""])[0]
+                    with md.lock:
+                        md.tokens[token] = time.time() + md.lifetime
+                        md.scopes.append(scopes)
+                    body = {"access_token": token, "expires_in": md.lifetime, "token_type": "Bearer"}
+                    self._answer(200, "application/json", json.dumps(body).encode())
+                elif path in (f"{_SA}/", _SA):
+                    info = {
+                        "aliases": ["default"],
+                        "email": _ACCOUNT,
+                        "scopes": [md.scopes[-1] if md.scopes else ""],
+                    }
+                    self._answer(200, "application/json", json.dumps(info).encode())
+                elif path == f"{_SA}/email":
+                    self._answer(200, "application/text", _ACCOUNT.encode())
+                elif path == "/computeMetadata/v1/project/project-id":
+                    self._answer(200, "application/text", b"my-project")
+                elif path == "/computeMetadata/v1/universe/universe-domain":
+                    self._answer(200, "application/text", b"googleapis.com")
+                else:
+                    self._answer(404, "text/html", b"not found")
+
+            def _answer(self, code: int, ctype: str, data: bytes) -> None:
+                self.send_response(code)
+                self.send_header("Metadata-Flavor", "Google")
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        super().__init__(Handler)
+
+    def revoke_all(self) -> None:
+        with self.lock:
+            self.tokens.clear()
+
+    def env(self) -> dict[str, str]:
+        """What a GKE pod with Workload Identity has, pointed here."""
+        host = f"127.0.0.1:{self.port}"
+        return {"GCE_METADATA_HOST": host, "GCE_METADATA_IP": host}
+
+
+class TokenCheckingProxy(_Server):
+    """Forwards to ``upstream`` a request whose bearer token ``metadata`` issued and that is
+    still current; 401 otherwise."""
+
+    def __init__(self, upstream: str, metadata: MetadataServer) -> None:
+        self.accepted = 0
+        self.refused: list[str] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _handle(self, body: bytes) -> None:
+                token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                with metadata.lock:
+                    expiry = metadata.tokens.get(token)
+                if expiry is None or expiry <= time.time():
+                    why = "unknown or revoked token" if expiry is None else "expired token"
+                    proxy.refused.append(why)
+                    message = f"Request had invalid authentication credentials ({why})."
+                    error = {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": message}}
+                    self._answer(401, json.dumps(error).encode())
+                    return
+                proxy.accepted += 1
+                req = urllib.request.Request(upstream + self.path, data=body or None, method=self.command)
+                if body:
+                    req.add_header("Content-Type", self.headers.get("Content-Type", ""))
+                try:
+                    with urllib.request.urlopen(req, timeout=10) as r:
+                        self._answer(r.status, r.read())
+                except urllib.error.HTTPError as e:
+                    with e:
+                        self._answer(e.code, e.read())
+
+            def _answer(self, code: int, data: bytes) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._handle(b"")
+
+            def do_POST(self) -> None:
+                self._handle(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        super().__init__(Handler)

@@ -1,0 +1,168 @@
+"""Google's credentials against their real protocol peers (``tests.gcp_peer``): the adapter,
+with ``--prometheus-google-auth``, gets its token from a metadata server by GKE's protocol
+(google-auth's Application Default Credentials, as in a pod with Workload Identity) and a
+proxy in front of a real Prometheus accepts only a current token that server issued."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from localcluster.promhpa import external_rules
+from rules.backend_config import MONITORING_READ
+from tests.gcp_peer import MetadataServer
+from tests.gcp_peer import TokenCheckingProxy
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
+
+METRIC = "google_probe"
+PATH = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/gcp/{METRIC}"
+SOAK = float(os.environ.get("PROMHPA_GOOGLE_SOAK_SECONDS", "30"))
+
+
+@pytest.fixture
+def metadata(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[MetadataServer]:
+    """A pod's view of GKE: the metadata server (here), no key file, no gcloud configuration."""
+    md = MetadataServer()
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "no-gcloud"))
+    for k, v in md.env().items():
+        monkeypatch.setenv(k, v)
+    yield md
+    md.close()
+
+
+@pytest.fixture
+def gmp(
+    prometheus: PrometheusProcess, exporter: Exporter, metadata: MetadataServer
+) -> Iterator[TokenCheckingProxy]:
+    exporter.set(f'{METRIC}{{namespace="gcp"}}', 4)
+    wait_until(lambda: prometheus.query(METRIC) != [], what="the probe scraped")
+    proxy = TokenCheckingProxy(prometheus.url, metadata)
+    yield proxy
+    proxy.close()
+
+
+def _adapter(tmp_path: Path, url: str) -> AdapterProcess:
+    return start_adapter(
+        tmp_path, url, external_rules(METRIC, by=""), "--prometheus-google-auth", "--query-cache-ttl=0s",
+        "--metrics-relist-interval=5s",
+    )  # fmt: skip
+
+
+def _read(adapter: AdapterProcess) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(adapter.url + PATH, context=adapter.ctx, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code, e.read().decode()
+
+
+def test_a_workload_identity_token_authorizes_the_adapters_queries(
+    gmp: TokenCheckingProxy, metadata: MetadataServer, tmp_path: Path
+) -> None:
+    adapter = _adapter(tmp_path, gmp.url)
+    try:
+        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
+        code, body = _read(adapter)
+    finally:
+        stop_adapter(adapter)
+    assert code == 200, body
+    assert '"value":"4"' in body
+    assert gmp.accepted > 0
+    assert metadata.tokens  # issued by the metadata server
+    assert metadata.without_flavor == 0  # every request carried Metadata-Flavor: Google
+    assert all(MONITORING_READ in s for s in metadata.scopes)
+
+
+def test_without_google_credentials_the_error_names_the_backend_and_the_source(
+    gmp: TokenCheckingProxy, metadata: MetadataServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No metadata server and no key file: the adapter cannot discover anything (it never
+    becomes ready), and says why with the backend and where it looked."""
+    from localcluster.promhpa import python_m
+    from tests.support import free_port
+
+    metadata.close()
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
+    (tmp_path / "rules.yaml").write_text(external_rules(METRIC, by=""))
+    log = tmp_path / "adapter.log"
+    proc = python_m(
+        log, "adapter", "--insecure-skip-auth", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+        f"--health-port={free_port()}", f"--prometheus-url={gmp.url}", f"--config={tmp_path / 'rules.yaml'}",
+        f"--cert-dir={tmp_path / 'certs'}", "--log-format=console", "--prometheus-google-auth",
+    )  # fmt: skip
+    expected = (
+        f"Prometheus at {gmp.url}: google credentials from Application Default Credentials could not "
+        "be fetched: Your default credentials were not found"
+    )
+    try:
+        wait_until(lambda: expected in log.read_text(), timeout=60, what="the adapter to say why")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert gmp.accepted == 0
+
+
+def test_a_revoked_token_is_replaced_without_a_failed_read(
+    gmp: TokenCheckingProxy, metadata: MetadataServer, tmp_path: Path
+) -> None:
+    """The server refuses a token before its expiry (revoked): the 401 makes the adapter fetch
+    a new one and ask again."""
+    adapter = _adapter(tmp_path, gmp.url)
+    try:
+        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
+        metadata.revoke_all()
+        code, body = _read(adapter)
+    finally:
+        stop_adapter(adapter)
+    assert code == 200, body
+    assert "unknown or revoked token" in gmp.refused
+
+
+@pytest.mark.timeout(SOAK + 120)
+def test_short_lived_tokens_refresh_with_no_failed_read(
+    gmp: TokenCheckingProxy, metadata: MetadataServer, tmp_path: Path
+) -> None:
+    """Tokens lasting 9 s, read every 250 ms for 30 s (``PROMHPA_GOOGLE_SOAK_SECONDS``)."""
+    metadata.lifetime = 9
+    adapter = _adapter(tmp_path, gmp.url)
+    failures: list[str] = []
+    reads = 0
+    try:
+        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
+        issued = len(metadata.tokens)
+        stop = threading.Event()
+
+        def reader() -> None:
+            nonlocal reads
+            while not stop.wait(0.25):
+                reads += 1
+                code, body = _read(adapter)
+                if code != 200:
+                    failures.append(f"{code}: {body[:200]}")
+
+        thread = threading.Thread(target=reader, daemon=True)
+        thread.start()
+        time.sleep(SOAK)
+        stop.set()
+        thread.join()
+        refreshed = len(metadata.tokens) - issued
+    finally:
+        stop_adapter(adapter)
+    assert failures == [], f"{len(failures)} of {reads} reads failed: {failures[:3]}"
+    assert refreshed >= SOAK / 9
+    assert gmp.refused == []  # never sent an expired token
