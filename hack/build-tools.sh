@@ -190,6 +190,25 @@ build_prometheus_adapter() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# Ory Hydra, the OAuth2 server of the OAuth2 tests (test tooling). Its module zip leaves out
+# the API client it replaces with a directory of its own, so a wrapper module requires the
+# release with the published client and Hydra's one other replace (its fork of pop); the
+# sqlite tag (cgo) gives it the in-memory store the tests run it with (DSN=memory).
+build_hydra() {
+  local w="$CACHE/work/hydra-$HYDRA_VERSION" out="$CACHE/bin/hydra-$HYDRA_VERSION-sqlite" gomod pop
+  rm -rf "$w"; mkdir -p "$w"
+  gomod=$(go mod download -json "github.com/ory/hydra/v2@$HYDRA_VERSION" \
+          | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+  pop=$(grep -m1 '^replace github.com/gobuffalo/pop/v6 =>' "$gomod" | sed 's/^replace //')
+  printf 'module promhpa.local/hydra\n\ngo %s\n\nrequire github.com/ory/hydra/v2 %s\n\nreplace %s\n' \
+    "$(grep -m1 '^go ' "$gomod" | cut -d' ' -f2)" "$HYDRA_VERSION" "$pop" > "$w/go.mod"
+  printf 'package wrapper\n\nimport (\n\t_ "github.com/ory/hydra/v2/cmd"\n\t_ "github.com/ory/hydra/v2/cmd/server"\n\t_ "github.com/ory/x/profilex"\n)\n' > "$w/doc.go"
+  mkdir -p "$out.tmp"
+  (cd "$w" && go mod tidy >/dev/null 2>&1 || true
+   cd "$w" && CGO_ENABLED=1 go build -trimpath -tags sqlite -ldflags "-s -w" -o "$out.tmp/hydra" github.com/ory/hydra/v2)
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 # The benchmarks' load generator (benchmarks/loadgen, test tooling): a Go client, as the
 # aggregator is, so the client's own CPU does not bound the rates it measures. Cached by a
 # hash of its source, so an edit builds a new one.
@@ -341,6 +360,7 @@ fi
 # prometheus-adapter: the upstream the multiplexing and migration tests forward to, and the
 # incumbent the benchmarks run beside us
 [[ $only == all || $only == bench || $only == prometheus-adapter ]] && step "prometheus-adapter $PROMETHEUS_ADAPTER_VERSION" "$CACHE/bin/prometheus-adapter-$PROMETHEUS_ADAPTER_VERSION/adapter" build_prometheus_adapter
+[[ $only == all || $only == hydra ]] && step "hydra $HYDRA_VERSION (the OAuth2 tests' server)" "$CACHE/bin/hydra-$HYDRA_VERSION-sqlite/hydra" build_hydra
 [[ $only == all || $only == keda ]] && step "keda $KEDA_VERSION (operator, metrics server)" "$CACHE/bin/keda-$KEDA_VERSION/operator" build_keda
 # only for the benchmarks (make bench-adapter / bench-controller), not the tests
 [[ $only == bench || $only == loadgen ]] && step "loadgen (benchmarks/loadgen)" "$(loadgen_dir)/loadgen" build_loadgen

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rules.backend_config import MONITORING_READ, GoogleConfig, SigV4Config
+from rules.backend_config import MONITORING_READ, GoogleConfig, OAuth2Config, SigV4Config
 from shared.cliflags import deprecated_alias
 
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -61,6 +61,25 @@ def auth_flags(p: argparse.ArgumentParser) -> None:
         "GOOGLE_APPLICATION_CREDENTIALS; needs the google extra; docs/cloud.md)",
     )
     p.add_argument(
+        "--prometheus-oauth2-token-url",
+        help="OAuth2 client credentials: the token endpoint; a token from it on every request "
+        "(with --prometheus-oauth2-client-id and --prometheus-oauth2-client-secret-file)",
+    )
+    p.add_argument("--prometheus-oauth2-client-id", help="OAuth2 client credentials: the client's id")
+    p.add_argument(
+        "--prometheus-oauth2-client-secret-file",
+        help="OAuth2 client credentials: the file holding the client's secret (read at each token fetch)",
+    )
+    p.add_argument("--prometheus-oauth2-scopes", default="", help="OAuth2: comma-separated scopes to ask for")
+    p.add_argument(
+        "--prometheus-oauth2-param",
+        type=_param,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="OAuth2: a parameter for the token endpoint, e.g. audience=https://prometheus (repeatable)",
+    )
+    p.add_argument(
         "--prometheus-google-scopes",
         default=MONITORING_READ,
         help=f"comma-separated OAuth2 scopes for --prometheus-google-auth (default {MONITORING_READ})",
@@ -74,6 +93,30 @@ def auth_flags(p: argparse.ArgumentParser) -> None:
         ),
         help="do not verify Prometheus' certificate (testing only; kubectl's spelling, as "
         "--insecure-skip-tls-verify and a backend's insecureSkipTLSVerify)",
+    )
+
+
+def _param(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    return name, value
+
+
+def _oauth2(a: argparse.Namespace) -> OAuth2Config | None:
+    if not a.prometheus_oauth2_token_url:
+        return None
+    if not a.prometheus_oauth2_client_id or not a.prometheus_oauth2_client_secret_file:
+        raise ValueError(
+            "--prometheus-oauth2-token-url needs --prometheus-oauth2-client-id and "
+            "--prometheus-oauth2-client-secret-file"
+        )
+    return OAuth2Config(
+        token_url=a.prometheus_oauth2_token_url,
+        client_id=a.prometheus_oauth2_client_id,
+        client_secret_file=a.prometheus_oauth2_client_secret_file,
+        scopes=tuple(s.strip() for s in a.prometheus_oauth2_scopes.split(",") if s.strip()),
+        endpoint_params=tuple(a.prometheus_oauth2_param),
     )
 
 
@@ -91,6 +134,7 @@ def auth_settings(a: argparse.Namespace) -> dict[str, Any]:
             ("--prometheus-auth-username", basic),
             ("--prometheus-sigv4-region", a.prometheus_sigv4_region),
             ("--prometheus-google-auth", a.prometheus_google_auth),
+            ("--prometheus-oauth2-token-url", a.prometheus_oauth2_token_url),
         )
         if given
     ]
@@ -113,5 +157,6 @@ def auth_settings(a: argparse.Namespace) -> dict[str, Any]:
         "google": GoogleConfig(tuple(s.strip() for s in a.prometheus_google_scopes.split(",") if s.strip()))
         if a.prometheus_google_auth
         else None,
+        "oauth2": _oauth2(a),
         "insecure_skip_verify": a.prometheus_insecure_skip_verify,
     }

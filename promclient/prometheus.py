@@ -44,6 +44,7 @@ from .cloud_credentials import CloudCredentials
 from .credentials import Credentials, RotatingTLS
 from .failures import prometheus_error, refused_credentials, retryable, short
 from .google_auth import GoogleToken
+from .oauth2 import OAuth2Token
 from .promapi import (
     Gate,
     PrometheusRejected,
@@ -91,6 +92,8 @@ class Prometheus:
             self.signer = SigV4(settings.sigv4, settings.who, on_credentials_failure)
         elif settings.google:
             self.signer = GoogleToken(settings.google, settings.who, on_credentials_failure)
+        elif settings.oauth2:
+            self.signer = OAuth2Token(settings.oauth2, settings.who, on_credentials_failure)
         self._on_throttled = on_throttled or (lambda: None)
         self._sync: SyncTransport | None = None  # made on first use (``_transport``)
         self._params = dict(settings.params)

@@ -19,14 +19,15 @@ from .reader import Checker, duration_seconds, named_url, optional
 _BACKEND_KEYS = {
     "name", "url", "headers", "params", "timeout", "method", "caFile", "bearerTokenFile",
     "clientCertFile", "clientKeyFile", "username", "passwordFile", "insecureSkipTLSVerify",
-    "sigv4", "google",
+    "sigv4", "google", "oauth2",
 }  # fmt: skip
 _SIGV4_KEYS = {"region", "service", "roleARN"}
 _GOOGLE_KEYS = {"scopes"}
+_OAUTH2_KEYS = {"tokenURL", "clientID", "clientSecretFile", "scopes", "endpointParams"}
 # one way to say who we are: each of these excludes the others
 _AUTH = {
     "bearerTokenFile": "a bearer token", "username": "Basic auth", "sigv4": "SigV4 signing",
-    "google": "Google's credentials",
+    "google": "Google's credentials", "oauth2": "OAuth2 client credentials",
 }  # fmt: skip
 MONITORING_READ = "https://www.googleapis.com/auth/monitoring.read"
 
@@ -37,6 +38,18 @@ class GoogleConfig:
     Credentials on every request (``promclient.google_auth``)."""
 
     scopes: tuple[str, ...] = (MONITORING_READ,)
+
+
+@dataclass(frozen=True)
+class OAuth2Config:
+    """OAuth2's client-credentials grant: a token from ``token_url`` on every request
+    (``promclient.oauth2``)."""
+
+    token_url: str
+    client_id: str
+    client_secret_file: str
+    scopes: tuple[str, ...] = ()
+    endpoint_params: tuple[tuple[str, str], ...] = ()  # e.g. audience
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,7 @@ class Backend:
     insecure_skip_tls_verify: bool = False
     sigv4: SigV4Config | None = None
     google: GoogleConfig | None = None
+    oauth2: OAuth2Config | None = None
     line: int = 0
 
 
@@ -118,6 +132,7 @@ def parse_backends(c: Checker, node: yaml.Node) -> tuple[Backend, ...]:
                 ),
                 sigv4=parse_sigv4(c, m["sigv4"], f"{path}.sigv4") if "sigv4" in m else None,
                 google=parse_google(c, m["google"], f"{path}.google") if "google" in m else None,
+                oauth2=parse_oauth2(c, m["oauth2"], f"{path}.oauth2") if "oauth2" in m else None,
                 line=n.start_mark.line + 1,
             )
         )
@@ -152,6 +167,35 @@ def parse_google(c: Checker, node: yaml.Node, path: str) -> GoogleConfig:
             m["scopes"], f"{path}.scopes", f"must name at least one scope (the default is {MONITORING_READ})"
         )
     return GoogleConfig(scopes=scopes)
+
+
+def parse_oauth2(c: Checker, node: yaml.Node, path: str) -> OAuth2Config:
+    m = c.mapping(node, path, _OAUTH2_KEYS)
+    needed = (
+        ("tokenURL", "https://idp.example.com/oauth2/token"),
+        ("clientID", "promhpa-adapter"),
+        ("clientSecretFile", "/etc/promhpa/oauth2/client-secret"),
+    )
+    for key, example in needed:
+        if key not in m:
+            raise c.fail(node, path, f"needs '{key}' (e.g. {key}: {example})")
+    token_url = c.string(m["tokenURL"], f"{path}.tokenURL")
+    if not token_url.startswith(("https://", "http://")):
+        raise c.fail(m["tokenURL"], f"{path}.tokenURL", f"{token_url!r} must be an http(s) URL")
+    scopes: tuple[str, ...] = ()
+    if "scopes" in m:
+        scopes = tuple(
+            c.string(n, f"{path}.scopes[{i}]") for i, n in enumerate(c.seq(m["scopes"], f"{path}.scopes"))
+        )
+    return OAuth2Config(
+        token_url=token_url,
+        client_id=c.string(m["clientID"], f"{path}.clientID"),
+        client_secret_file=c.string(m["clientSecretFile"], f"{path}.clientSecretFile"),
+        scopes=scopes,
+        endpoint_params=_pairs(c, m["endpointParams"], f"{path}.endpointParams")
+        if "endpointParams" in m
+        else (),
+    )
 
 
 def check_backend_refs(c: Checker, top: dict[str, yaml.Node], names: set[str]) -> None:

@@ -165,6 +165,13 @@ def pod_manifest(name: str, namespace: str, labels: dict[str, str]) -> dict[str,
     }
 
 
+def hydra_binary() -> str:
+    from localcluster.tools import Binaries
+    from localcluster.tools import cache_bin
+
+    return _built(Path(Binaries(cache_bin()).hydra), "Ory Hydra", "the OAuth2 tests")
+
+
 def prometheus_adapter_binary() -> str:
     from localcluster.tools import Binaries
     from localcluster.tools import cache_bin

@@ -239,6 +239,33 @@ def test_google_auth_value_gives_the_adapter_its_flag() -> None:
     assert "--prometheus-google-auth" not in adapter_args()
 
 
+def test_oauth2_values_give_the_adapter_its_flags_and_the_secret() -> None:
+    flags = (
+        "--set=prometheus.oauth2.tokenURL=https://idp/token",
+        "--set=prometheus.oauth2.clientID=promhpa",
+        "--set=prometheus.oauth2.clientSecretSecret=promhpa-oauth2",
+        "--set=prometheus.oauth2.scopes={a,b}",
+    )
+    args = adapter_args(*flags)
+    assert "--prometheus-oauth2-token-url=https://idp/token" in args
+    assert "--prometheus-oauth2-client-id=promhpa" in args
+    assert "--prometheus-oauth2-client-secret-file=/etc/promhpa/prometheus-oauth2/client-secret" in args
+    assert "--prometheus-oauth2-scopes=a,b" in args
+    docs = render(URL, *flags)
+    pod = next(d for d in of_kind(docs, "Deployment") if d["metadata"]["name"].endswith("adapter"))["spec"][
+        "template"
+    ]["spec"]
+    assert {"name": "prometheus-oauth2", "secret": {"secretName": "promhpa-oauth2"}} in pod["volumes"]
+
+
+def test_oauth2_without_its_client_is_refused_naming_what_to_set() -> None:
+    out = helm(
+        "template", "r", str(CHART), URL, "--set=prometheus.oauth2.tokenURL=https://idp/token", check=False
+    )
+    assert out.returncode != 0
+    assert "prometheus.oauth2.tokenURL needs prometheus.oauth2.clientID" in out.stderr
+
+
 def test_workload_identity_annotations_and_labels_reach_the_adapter() -> None:
     """What each cloud's workload identity reads: the ServiceAccount's annotation (EKS IRSA,
     GKE, Azure) and the pod's label (Azure)."""

@@ -124,6 +124,18 @@ def test_a_google_backend_asks_for_monitoring_read_unless_told() -> None:
     assert c.backends[0].google.scopes == ("a", "b")
 
 
+def test_an_oauth2_backend_reads_its_client_and_parameters() -> None:
+    block = (
+        "  oauth2:\n    tokenURL: https://idp/token\n    clientID: promhpa\n    clientSecretFile: /s\n"
+        "    scopes: [metrics.read]\n    endpointParams: {audience: https://mimir}\n"
+    )
+    c = parse_config(BACKENDS.replace("  timeout: 4s\n", "  timeout: 4s\n" + block))
+    o = c.backends[0].oauth2
+    assert o is not None
+    assert (o.token_url, o.client_id, o.client_secret_file) == ("https://idp/token", "promhpa", "/s")
+    assert (o.scopes, dict(o.endpoint_params)) == (("metrics.read",), {"audience": "https://mimir"})
+
+
 def test_backends_are_read_and_rules_pick_one() -> None:
     c = parse_config(BACKENDS)
     thanos, mimir = c.backends
@@ -177,6 +189,17 @@ def test_backends_are_read_and_rules_pick_one() -> None:
             "('google') or SigV4 signing ('sigv4'), not both",
         ),
         (
+            ("  timeout: 4s\n", "  timeout: 4s\n  oauth2: {tokenURL: https://idp/token, clientID: a}\n"),
+            "<config>:7: backends[0].oauth2: needs 'clientSecretFile' (e.g. clientSecretFile: ",
+        ),
+        (
+            (
+                "  timeout: 4s\n",
+                "  timeout: 4s\n  oauth2: {tokenURL: idp/token, clientID: a, clientSecretFile: /s}\n",
+            ),
+            "backends[0].oauth2.tokenURL: 'idp/token' must be an http(s) URL",
+        ),
+        (
             ("  timeout: 4s\n", "  timeout: 4s\n  sigv4: {service: aps}\n"),
             "<config>:7: backends[0].sigv4: needs 'region', the workspace's AWS region",
         ),
@@ -201,6 +224,8 @@ def test_backends_are_read_and_rules_pick_one() -> None:
         "key",
         "two-auth-blocks",
         "google-and-sigv4",
+        "oauth2-secret",
+        "oauth2-url",
         "sigv4-region",
         "sigv4-key",
         "sigv4-role",

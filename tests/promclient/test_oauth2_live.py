@@ -1,0 +1,162 @@
+"""OAuth2's client-credentials grant against a real OAuth2 server (Ory Hydra,
+``tests.oauth2_peer``): the adapter gets its token from Hydra and a proxy in front of a real
+Prometheus lets a request through only if Hydra's introspection calls its token active."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from localcluster.promhpa import external_rules
+from tests.oauth2_peer import CLIENT_ID
+from tests.oauth2_peer import Hydra
+from tests.oauth2_peer import IntrospectingProxy
+from tests.support import AdapterProcess
+from tests.support import Exporter
+from tests.support import PrometheusProcess
+from tests.support import hydra_binary
+from tests.support import start_adapter
+from tests.support import stop_adapter
+from tests.support import wait_until
+
+METRIC = "oauth2_probe"
+PATH = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/oa/{METRIC}"
+SOAK = float(os.environ.get("PROMHPA_OAUTH2_SOAK_SECONDS", "30"))
+
+
+@pytest.fixture(scope="module")
+def hydra(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hydra]:
+    h = Hydra(hydra_binary(), tmp_path_factory.mktemp("hydra"), token_lifetime="9s").start()
+    yield h
+    h.stop()
+
+
+@pytest.fixture
+def gateway(prometheus: PrometheusProcess, exporter: Exporter, hydra: Hydra) -> Iterator[IntrospectingProxy]:
+    exporter.set(f'{METRIC}{{namespace="oa"}}', 6)
+    wait_until(lambda: prometheus.query(METRIC) != [], what="the probe scraped")
+    proxy = IntrospectingProxy(prometheus.url, hydra)
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture
+def insecure_token_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hydra serves plain HTTP here; oauthlib refuses that unless told (docs/cloud.md)."""
+    monkeypatch.setenv("OAUTHLIB_INSECURE_TRANSPORT", "1")
+
+
+def _adapter(tmp_path: Path, hydra: Hydra, url: str, secret: str) -> AdapterProcess:
+    (tmp_path / "client-secret").write_text(secret + "\n")
+    return start_adapter(
+        tmp_path, url, external_rules(METRIC, by=""), f"--prometheus-oauth2-token-url={hydra.token_url}",
+        f"--prometheus-oauth2-client-id={CLIENT_ID}",
+        f"--prometheus-oauth2-client-secret-file={tmp_path / 'client-secret'}",
+        "--prometheus-oauth2-scopes=metrics.read", "--query-cache-ttl=0s", "--metrics-relist-interval=5s",
+    )  # fmt: skip
+
+
+def _read(adapter: AdapterProcess) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(adapter.url + PATH, context=adapter.ctx, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code, e.read().decode()
+
+
+def test_a_client_credentials_token_from_hydra_authorizes_the_queries(
+    gateway: IntrospectingProxy, hydra: Hydra, tmp_path: Path, insecure_token_url: None
+) -> None:
+    adapter = _adapter(tmp_path, hydra, gateway.url, hydra.secret)
+    try:
+        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
+        code, body = _read(adapter)
+    finally:
+        stop_adapter(adapter)
+    assert code == 200, body
+    assert '"value":"6"' in body
+    assert gateway.accepted > 0
+
+
+def test_a_wrong_client_secret_is_an_error_naming_the_client_and_the_token_url(
+    gateway: IntrospectingProxy, hydra: Hydra, tmp_path: Path, insecure_token_url: None
+) -> None:
+    """Hydra refuses the secret: the adapter never discovers anything and says why."""
+    (tmp_path / "client-secret").write_text("not-the-secret\n")
+    from localcluster.promhpa import python_m
+    from tests.support import free_port
+
+    (tmp_path / "rules.yaml").write_text(external_rules(METRIC, by=""))
+    log = tmp_path / "adapter.log"
+    proc = python_m(
+        log, "adapter", "--insecure-skip-auth", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+        f"--health-port={free_port()}", f"--prometheus-url={gateway.url}",
+        f"--config={tmp_path / 'rules.yaml'}", f"--cert-dir={tmp_path / 'certs'}", "--log-format=console",
+        f"--prometheus-oauth2-token-url={hydra.token_url}", f"--prometheus-oauth2-client-id={CLIENT_ID}",
+        f"--prometheus-oauth2-client-secret-file={tmp_path / 'client-secret'}",
+    )  # fmt: skip
+    expected = (
+        f"oauth2 credentials from the client credentials of '{CLIENT_ID}' at {hydra.token_url} "
+        "could not be fetched"
+    )
+    try:
+        wait_until(lambda: expected in log.read_text(), timeout=60, what="the adapter to say why")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert "invalid_client" in log.read_text()
+    assert gateway.accepted == 0
+
+
+def test_revoked_tokens_are_replaced_without_a_failed_read(
+    gateway: IntrospectingProxy, hydra: Hydra, tmp_path: Path, insecure_token_url: None
+) -> None:
+    adapter = _adapter(tmp_path, hydra, gateway.url, hydra.secret)
+    try:
+        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
+        hydra.revoke_all()
+        code, body = _read(adapter)
+    finally:
+        stop_adapter(adapter)
+    assert code == 200, body
+    assert gateway.refused  # the revoked token was refused once, then replaced
+
+
+@pytest.mark.timeout(SOAK + 120)
+def test_short_lived_tokens_refresh_with_no_failed_read(
+    gateway: IntrospectingProxy, hydra: Hydra, tmp_path: Path, insecure_token_url: None
+) -> None:
+    """Hydra's tokens last 9 s; a read every 250 ms for 30 s (``PROMHPA_OAUTH2_SOAK_SECONDS``)."""
+    adapter = _adapter(tmp_path, hydra, gateway.url, hydra.secret)
+    failures: list[str] = []
+    reads = 0
+    try:
+        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
+        refused = len(gateway.refused)
+        stop = threading.Event()
+
+        def reader() -> None:
+            nonlocal reads
+            while not stop.wait(0.25):
+                reads += 1
+                code, body = _read(adapter)
+                if code != 200:
+                    failures.append(f"{code}: {body[:200]}")
+
+        thread = threading.Thread(target=reader, daemon=True)
+        thread.start()
+        time.sleep(SOAK)
+        stop.set()
+        thread.join()
+    finally:
+        stop_adapter(adapter)
+    assert failures == [], f"{len(failures)} of {reads} reads failed: {failures[:3]}"
+    assert len(gateway.refused) == refused  # never sent an expired token
