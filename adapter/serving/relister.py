@@ -65,6 +65,12 @@ class Relister:
         m.series.set(registry.index.series_count)
         m.metrics.labels(CUSTOM).set(len(registry.index.custom))
         m.metrics.labels(EXTERNAL).set(len(registry.index.external))
+        log.debug(  # --v=4 and up (prometheus-adapter's verbosity): what each relist covered
+            "discovery covered",
+            backends=[backend_label(n) for n in registry.backends.names()],
+            custom=sorted(str(m) for m in list(registry.index.custom)[:20]),
+            external=sorted(str(m) for m in list(registry.index.external)[:20]),
+        )
         log.info(
             "discovery",
             series=registry.index.series_count,

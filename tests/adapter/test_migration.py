@@ -18,9 +18,9 @@ import pytest
 
 from adapter.commandline import compat
 from adapter.commandline.flags import serve_parser
-from adapter.commandline.prometheus_flags import _header
 from adapter.commandline.prometheus_flags import prometheus_settings
 from localcluster import Cluster
+from promclient.auth_flags import _header
 from shared.tls import self_signed
 from shared.tls import server_context
 from tests.live import Live
