@@ -1,5 +1,6 @@
-"""Google Cloud Managed Service for Prometheus as promhpa meets it, on 127.0.0.1: a metadata
-server speaking the GKE metadata server's protocol (``Metadata-Flavor: Google`` required on
+"""Google Cloud Managed Service for Prometheus as promhpa meets it, on 127.0.0.1: Google's
+token endpoint for service account keys (the JWT-bearer grant), a metadata server speaking
+the GKE metadata server's protocol (``Metadata-Flavor: Google`` required on
 every request and answered; the service account's info, project id and universe; access
 tokens on ``.../service-accounts/default/token``) that issues short-lived tokens, and a proxy
 in front of a real Prometheus that accepts a request only with a token it issued and that
@@ -17,7 +18,12 @@ import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from google.auth import jwt
 
 _ACCOUNT = "promhpa-adapter@my-project.iam.gserviceaccount.com"
 _SA = "/computeMetadata/v1/instance/service-accounts/default"
@@ -43,10 +49,34 @@ class MetadataServer(_Server):
         self.tokens: dict[str, float] = {}
         self.scopes: list[str] = []  # the scopes each token was asked for
         self.without_flavor = 0  # requests refused for want of the header
+        self.public_keys: dict[str, str] = {}  # key id -> PEM: the service account keys it knows
+        self.assertions = 0  # key-signed assertions exchanged
         self.lock = threading.Lock()
         md = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                """Google's OAuth2 token endpoint for a service account key: the JWT-bearer
+                grant, its assertion verified with the key's public half by google-auth."""
+                length = int(self.headers.get("Content-Length") or 0)
+                form = urllib.parse.parse_qs(self.rfile.read(length).decode())
+                try:
+                    # google-auth's assertions name Google's token endpoint as their audience,
+                    # whichever token_uri they are posted to; Google's endpoint takes that
+                    audience = [md.token_uri, "https://oauth2.googleapis.com/token"]
+                    claims = jwt.decode(form["assertion"][0], certs=md.public_keys, audience=audience)
+                except (KeyError, ValueError) as e:
+                    body = {"error": "invalid_grant", "error_description": f"Invalid JWT Signature ({e})."}
+                    self._answer(400, "application/json", json.dumps(body).encode())
+                    return
+                token = "ya29.key-" + secrets.token_urlsafe(24)
+                with md.lock:
+                    md.tokens[token] = time.time() + md.lifetime
+                    md.scopes.append(str(claims.get("scope", "")))
+                    md.assertions += 1
+                body = {"access_token": token, "expires_in": md.lifetime, "token_type": "Bearer"}
+                self._answer(200, "application/json", json.dumps(body).encode())
+
             def do_GET(self) -> None:
                 if self.headers.get("Metadata-Flavor") != "Google":
                     with md.lock:
@@ -93,6 +123,29 @@ class MetadataServer(_Server):
                 pass
 
         super().__init__(Handler)
+
+    @property
+    def token_uri(self) -> str:
+        return f"{self.url}/token"
+
+    def key_file(self, path: Path, known: bool = True) -> Path:
+        """A service account key as Google issues it (JSON, RSA), its token_uri here; ``known``:
+        its public half is registered, so assertions it signs verify."""
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ).decode()
+        key_id = secrets.token_hex(8)
+        if known:
+            public = key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+            self.public_keys[key_id] = public.decode()
+        path.write_text(json.dumps({
+            "type": "service_account", "project_id": "my-project", "private_key_id": key_id,
+            "private_key": pem, "client_email": _ACCOUNT, "client_id": "1", "token_uri": self.token_uri,
+        }))  # fmt: skip
+        return path
 
     def revoke_all(self) -> None:
         with self.lock:

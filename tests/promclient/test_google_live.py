@@ -166,3 +166,49 @@ def test_short_lived_tokens_refresh_with_no_failed_read(
     assert failures == [], f"{len(failures)} of {reads} reads failed: {failures[:3]}"
     assert refreshed >= SOAK / 9
     assert gmp.refused == []  # never sent an expired token
+
+
+def test_a_service_account_key_file_is_exchanged_for_tokens(
+    gmp: TokenCheckingProxy, metadata: MetadataServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside GKE: a key in GOOGLE_APPLICATION_CREDENTIALS, its signed assertion exchanged at
+    the key's token_uri (verified with the key's public half); no metadata server is asked."""
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(metadata.key_file(tmp_path / "key.json")))
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
+    adapter = _adapter(tmp_path, gmp.url)
+    try:
+        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
+    finally:
+        stop_adapter(adapter)
+    assert metadata.assertions >= 1
+    assert gmp.accepted > 0
+    assert all(MONITORING_READ in s for s in metadata.scopes)
+
+
+def test_a_key_google_does_not_know_is_refused_naming_the_key_file_source(
+    gmp: TokenCheckingProxy, metadata: MetadataServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from localcluster.promhpa import python_m
+    from tests.support import free_port
+
+    key = metadata.key_file(tmp_path / "key.json", known=False)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
+    (tmp_path / "rules.yaml").write_text(external_rules(METRIC, by=""))
+    log = tmp_path / "adapter.log"
+    proc = python_m(
+        log, "adapter", "--insecure-skip-auth", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+        f"--health-port={free_port()}", f"--prometheus-url={gmp.url}",
+        f"--config={tmp_path / 'rules.yaml'}", f"--cert-dir={tmp_path / 'certs'}", "--log-format=console",
+        "--prometheus-google-auth",
+    )  # fmt: skip
+    expected = (
+        "google credentials from a service account key (GOOGLE_APPLICATION_CREDENTIALS) could not be fetched"
+    )
+    try:
+        wait_until(lambda: expected in log.read_text(), timeout=60, what="the adapter to say why")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert "invalid_grant" in log.read_text()
+    assert gmp.accepted == 0
