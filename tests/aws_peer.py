@@ -12,10 +12,6 @@ import datetime as dt
 import hmac
 import re
 import threading
-import urllib.error
-import urllib.request
-from http.server import BaseHTTPRequestHandler
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 from botocore.auth import SigV4Auth
@@ -26,6 +22,8 @@ from moto.sts.models import STSBackend
 from moto.sts.models import sts_backends
 
 from localcluster import free_port
+from tests.gateway import Gateway
+from tests.gateway import Refusal
 
 ACCOUNT = "123456789012"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/promhpa-adapter"
@@ -68,62 +66,18 @@ class Sts:
         return sts_backends[ACCOUNT]["aws"].get_assumed_role_from_access_key(access_key)
 
 
-class VerifyingProxy:
+class VerifyingProxy(Gateway):
     """Checks every request's SigV4 signature, then forwards it to ``upstream``."""
 
     def __init__(self, upstream: str, sts: Sts, region: str = "us-west-2", service: str = "aps") -> None:
-        self.upstream, self.sts, self.region, self.service = upstream, sts, region, service
-        self.accepted = 0
-        self.refused: list[str] = []
+        self.sts, self.region, self.service = sts, region, service
         self.keys: set[str] = set()  # the access keys of accepted requests
         self.lock = threading.Lock()
-        proxy = self
+        super().__init__(upstream, self._check)
 
-        class Handler(BaseHTTPRequestHandler):
-            def _handle(self, body: bytes) -> None:
-                reason = proxy.verify(self.command, self.path, dict(self.headers), body)
-                if reason:
-                    with proxy.lock:
-                        proxy.refused.append(reason)
-                    self._answer(403, f'{{"message":"{reason}"}}'.encode())
-                    return
-                with proxy.lock:
-                    proxy.accepted += 1
-                req = urllib.request.Request(
-                    proxy.upstream + self.path, data=body or None, method=self.command
-                )
-                if body:
-                    req.add_header("Content-Type", self.headers.get("Content-Type", ""))
-                try:
-                    with urllib.request.urlopen(req, timeout=10) as r:
-                        self._answer(r.status, r.read())
-                except urllib.error.HTTPError as e:
-                    with e:
-                        self._answer(e.code, e.read())
-
-            def _answer(self, code: int, data: bytes) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self._handle(b"")
-
-            def do_POST(self) -> None:
-                self._handle(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def _check(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Refusal | None:
+        reason = self.verify(method, path, headers, body)
+        return None if reason is None else (403, f'{{"message":"{reason}"}}'.encode(), reason)
 
     def verify(self, method: str, path: str, headers: dict[str, str], body: bytes) -> str | None:
         """None if the signature holds, else why not."""

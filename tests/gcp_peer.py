@@ -13,11 +13,8 @@ import json
 import secrets
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from http.server import BaseHTTPRequestHandler
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,23 +22,15 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from google.auth import jwt
 
+from tests.gateway import Gateway
+from tests.gateway import LoopbackServer
+from tests.gateway import Refusal
+
 _ACCOUNT = "promhpa-adapter@my-project.iam.gserviceaccount.com"
 _SA = "/computeMetadata/v1/instance/service-accounts/default"
 
 
-class _Server:
-    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.port = int(self.server.server_address[1])
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-class MetadataServer(_Server):
+class MetadataServer(LoopbackServer):
     """Issues tokens lasting ``lifetime`` seconds; ``tokens`` maps each to its expiry."""
 
     def __init__(self, lifetime: int = 3599) -> None:
@@ -157,52 +146,20 @@ class MetadataServer(_Server):
         return {"GCE_METADATA_HOST": host, "GCE_METADATA_IP": host}
 
 
-class TokenCheckingProxy(_Server):
+class TokenCheckingProxy(Gateway):
     """Forwards to ``upstream`` a request whose bearer token ``metadata`` issued and that is
     still current; 401 otherwise."""
 
     def __init__(self, upstream: str, metadata: MetadataServer) -> None:
-        self.accepted = 0
-        self.refused: list[str] = []
-        proxy = self
+        def check(method: str, path: str, headers: dict[str, str], body: bytes) -> Refusal | None:
+            token = headers.get("Authorization", "").removeprefix("Bearer ")
+            with metadata.lock:
+                expiry = metadata.tokens.get(token)
+            if expiry is not None and expiry > time.time():
+                return None
+            why = "unknown or revoked token" if expiry is None else "expired token"
+            message = f"Request had invalid authentication credentials ({why})."
+            error = {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": message}}
+            return 401, json.dumps(error).encode(), why
 
-        class Handler(BaseHTTPRequestHandler):
-            def _handle(self, body: bytes) -> None:
-                token = self.headers.get("Authorization", "").removeprefix("Bearer ")
-                with metadata.lock:
-                    expiry = metadata.tokens.get(token)
-                if expiry is None or expiry <= time.time():
-                    why = "unknown or revoked token" if expiry is None else "expired token"
-                    proxy.refused.append(why)
-                    message = f"Request had invalid authentication credentials ({why})."
-                    error = {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": message}}
-                    self._answer(401, json.dumps(error).encode())
-                    return
-                proxy.accepted += 1
-                req = urllib.request.Request(upstream + self.path, data=body or None, method=self.command)
-                if body:
-                    req.add_header("Content-Type", self.headers.get("Content-Type", ""))
-                try:
-                    with urllib.request.urlopen(req, timeout=10) as r:
-                        self._answer(r.status, r.read())
-                except urllib.error.HTTPError as e:
-                    with e:
-                        self._answer(e.code, e.read())
-
-            def _answer(self, code: int, data: bytes) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self._handle(b"")
-
-            def do_POST(self) -> None:
-                self._handle(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        super().__init__(Handler)
+        super().__init__(upstream, check)

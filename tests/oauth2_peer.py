@@ -9,17 +9,15 @@ import json
 import os
 import secrets
 import subprocess
-import threading
-import urllib.error
 import urllib.parse
 import urllib.request
-from http.server import BaseHTTPRequestHandler
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from localcluster import free_port
 from localcluster.tools import wait_until
+from tests.gateway import Gateway
+from tests.gateway import Refusal
 
 CLIENT_ID = "promhpa-adapter"
 
@@ -87,51 +85,14 @@ class Hydra:
         self._admin("DELETE", f"/admin/oauth2/tokens?client_id={CLIENT_ID}")
 
 
-class IntrospectingProxy:
+class IntrospectingProxy(Gateway):
+    """Forwards to ``upstream`` a request whose bearer token Hydra calls active; 401 otherwise."""
+
     def __init__(self, upstream: str, hydra: Hydra) -> None:
-        self.accepted = 0
-        self.refused: list[str] = []
-        proxy = self
+        def check(method: str, path: str, headers: dict[str, str], body: bytes) -> Refusal | None:
+            token = headers.get("Authorization", "").removeprefix("Bearer ")
+            if token and hydra.active(token):
+                return None
+            return 401, b'{"status":"error","errorType":"unauthorized","error":"inactive token"}', token[:12]
 
-        class Handler(BaseHTTPRequestHandler):
-            def _handle(self, body: bytes) -> None:
-                token = self.headers.get("Authorization", "").removeprefix("Bearer ")
-                if not token or not hydra.active(token):
-                    proxy.refused.append(token[:12])
-                    body = b'{"status":"error","errorType":"unauthorized","error":"inactive token"}'
-                    self._answer(401, body)
-                    return
-                proxy.accepted += 1
-                req = urllib.request.Request(upstream + self.path, data=body or None, method=self.command)
-                if body:
-                    req.add_header("Content-Type", self.headers.get("Content-Type", ""))
-                try:
-                    with urllib.request.urlopen(req, timeout=10) as r:
-                        self._answer(r.status, r.read())
-                except urllib.error.HTTPError as e:
-                    with e:
-                        self._answer(e.code, e.read())
-
-            def _answer(self, code: int, data: bytes) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self._handle(b"")
-
-            def do_POST(self) -> None:
-                self._handle(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(upstream, check)

@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
 from http.server import BaseHTTPRequestHandler
@@ -361,3 +362,75 @@ class Recorder:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class Reader:
+    """Calls ``read`` every ``every`` seconds in a thread until ``stop``: each call returns
+    None when the read succeeded, else what failed (kept in ``failures``). The credential
+    tests' "no failed read while X rotates" reader."""
+
+    def __init__(self, read: Callable[[], str | None], every: float = 0.25) -> None:
+        self.reads = 0
+        self.failures: list[str] = []
+        self._read, self._every = read, every
+        self._t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            self.reads += 1
+            failed = self._read()
+            if failed is not None:
+                self.failures.append(f"{time.monotonic() - self._t0:.1f}s: {failed}")
+
+    def stop(self) -> Reader:
+        self._stop.set()
+        self._thread.join()
+        return self
+
+    @property
+    def report(self) -> str:
+        return f"{len(self.failures)} of {self.reads} reads failed: {self.failures[:3]}"
+
+
+def failed_read(adapter: AdapterProcess, path: str, expect: bytes = b"") -> str | None:
+    """One GET of ``path`` from the adapter: None if it answered 200 (with ``expect`` in the
+    body), else what went wrong -- a ``Reader``'s read."""
+    try:
+        with urllib.request.urlopen(adapter.url + path, context=adapter.ctx, timeout=5) as r:
+            return None if expect in r.read() else f"no {expect!r} in the answer"
+    except (urllib.error.URLError, OSError) as e:
+        body = e.read()[:300] if isinstance(e, urllib.error.HTTPError) else b""
+        return f"{e} {body!r}"
+
+
+def read_for(read: Callable[[], str | None], seconds: float) -> Reader:
+    """A ``Reader`` over ``seconds``, stopped."""
+    reader = Reader(read)
+    time.sleep(seconds)
+    return reader.stop()
+
+
+def adapter_says(directory: Path, prometheus_url: str, rules: str, expected: str, *flags: str) -> str:
+    """Starts the adapter on loopback without waiting for it to be ready (it may never be: a
+    backend it cannot authenticate to), until its log says ``expected``; the log then."""
+    from localcluster.promhpa import python_m as adapter_process
+
+    (directory / "rules.yaml").write_text(rules)
+    log = directory / "adapter.log"
+    proc = adapter_process(
+        log, "adapter", "--insecure-skip-auth", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+        f"--health-port={free_port()}", f"--prometheus-url={prometheus_url}",
+        f"--config={directory / 'rules.yaml'}", f"--cert-dir={directory / 'certs'}", "--log-format=console",
+        *flags,
+    )  # fmt: skip
+    try:
+        wait_until(
+            lambda: expected in log.read_text(), timeout=60, what=f"the adapter's log to say {expected!r}"
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return log.read_text()

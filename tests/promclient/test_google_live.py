@@ -6,8 +6,6 @@ proxy in front of a real Prometheus accepts only a current token that server iss
 from __future__ import annotations
 
 import os
-import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -22,6 +20,9 @@ from tests.gcp_peer import TokenCheckingProxy
 from tests.support import AdapterProcess
 from tests.support import Exporter
 from tests.support import PrometheusProcess
+from tests.support import adapter_says
+from tests.support import failed_read
+from tests.support import read_for
 from tests.support import start_adapter
 from tests.support import stop_adapter
 from tests.support import wait_until
@@ -92,28 +93,14 @@ def test_without_google_credentials_the_error_names_the_backend_and_the_source(
 ) -> None:
     """No metadata server and no key file: the adapter cannot discover anything (it never
     becomes ready), and says why with the backend and where it looked."""
-    from localcluster.promhpa import python_m
-    from tests.support import free_port
-
     metadata.close()
     monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
     monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
-    (tmp_path / "rules.yaml").write_text(external_rules(METRIC, by=""))
-    log = tmp_path / "adapter.log"
-    proc = python_m(
-        log, "adapter", "--insecure-skip-auth", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
-        f"--health-port={free_port()}", f"--prometheus-url={gmp.url}", f"--config={tmp_path / 'rules.yaml'}",
-        f"--cert-dir={tmp_path / 'certs'}", "--log-format=console", "--prometheus-google-auth",
-    )  # fmt: skip
     expected = (
         f"Prometheus at {gmp.url}: google credentials from Application Default Credentials could not "
         "be fetched: Your default credentials were not found"
     )
-    try:
-        wait_until(lambda: expected in log.read_text(), timeout=60, what="the adapter to say why")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    adapter_says(tmp_path, gmp.url, external_rules(METRIC, by=""), expected, "--prometheus-google-auth")
     assert gmp.accepted == 0
 
 
@@ -140,30 +127,14 @@ def test_short_lived_tokens_refresh_with_no_failed_read(
     """Tokens lasting 9 s, read every 250 ms for 30 s (``PROMHPA_GOOGLE_SOAK_SECONDS``)."""
     metadata.lifetime = 9
     adapter = _adapter(tmp_path, gmp.url)
-    failures: list[str] = []
-    reads = 0
     try:
         wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
         issued = len(metadata.tokens)
-        stop = threading.Event()
-
-        def reader() -> None:
-            nonlocal reads
-            while not stop.wait(0.25):
-                reads += 1
-                code, body = _read(adapter)
-                if code != 200:
-                    failures.append(f"{code}: {body[:200]}")
-
-        thread = threading.Thread(target=reader, daemon=True)
-        thread.start()
-        time.sleep(SOAK)
-        stop.set()
-        thread.join()
+        reader = read_for(lambda: failed_read(adapter, PATH), SOAK)
         refreshed = len(metadata.tokens) - issued
     finally:
         stop_adapter(adapter)
-    assert failures == [], f"{len(failures)} of {reads} reads failed: {failures[:3]}"
+    assert reader.failures == [], reader.report
     assert refreshed >= SOAK / 9
     assert gmp.refused == []  # never sent an expired token
 
@@ -189,26 +160,11 @@ def test_a_service_account_key_file_is_exchanged_for_tokens(
 def test_a_key_google_does_not_know_is_refused_naming_the_key_file_source(
     gmp: TokenCheckingProxy, metadata: MetadataServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from localcluster.promhpa import python_m
-    from tests.support import free_port
-
     key = metadata.key_file(tmp_path / "key.json", known=False)
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    (tmp_path / "rules.yaml").write_text(external_rules(METRIC, by=""))
-    log = tmp_path / "adapter.log"
-    proc = python_m(
-        log, "adapter", "--insecure-skip-auth", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
-        f"--health-port={free_port()}", f"--prometheus-url={gmp.url}",
-        f"--config={tmp_path / 'rules.yaml'}", f"--cert-dir={tmp_path / 'certs'}", "--log-format=console",
-        "--prometheus-google-auth",
-    )  # fmt: skip
     expected = (
         "google credentials from a service account key (GOOGLE_APPLICATION_CREDENTIALS) could not be fetched"
     )
-    try:
-        wait_until(lambda: expected in log.read_text(), timeout=60, what="the adapter to say why")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    assert "invalid_grant" in log.read_text()
+    log = adapter_says(tmp_path, gmp.url, external_rules(METRIC, by=""), expected, "--prometheus-google-auth")
+    assert "invalid_grant" in log
     assert gmp.accepted == 0

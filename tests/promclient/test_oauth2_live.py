@@ -5,8 +5,6 @@ Prometheus lets a request through only if Hydra's introspection calls its token 
 from __future__ import annotations
 
 import os
-import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -21,7 +19,10 @@ from tests.oauth2_peer import IntrospectingProxy
 from tests.support import AdapterProcess
 from tests.support import Exporter
 from tests.support import PrometheusProcess
+from tests.support import adapter_says
+from tests.support import failed_read
 from tests.support import hydra_binary
+from tests.support import read_for
 from tests.support import start_adapter
 from tests.support import stop_adapter
 from tests.support import wait_until
@@ -91,28 +92,16 @@ def test_a_wrong_client_secret_is_an_error_naming_the_client_and_the_token_url(
 ) -> None:
     """Hydra refuses the secret: the adapter never discovers anything and says why."""
     (tmp_path / "client-secret").write_text("not-the-secret\n")
-    from localcluster.promhpa import python_m
-    from tests.support import free_port
-
-    (tmp_path / "rules.yaml").write_text(external_rules(METRIC, by=""))
-    log = tmp_path / "adapter.log"
-    proc = python_m(
-        log, "adapter", "--insecure-skip-auth", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
-        f"--health-port={free_port()}", f"--prometheus-url={gateway.url}",
-        f"--config={tmp_path / 'rules.yaml'}", f"--cert-dir={tmp_path / 'certs'}", "--log-format=console",
-        f"--prometheus-oauth2-token-url={hydra.token_url}", f"--prometheus-oauth2-client-id={CLIENT_ID}",
-        f"--prometheus-oauth2-client-secret-file={tmp_path / 'client-secret'}",
-    )  # fmt: skip
     expected = (
         f"oauth2 credentials from the client credentials of '{CLIENT_ID}' at {hydra.token_url} "
         "could not be fetched"
     )
-    try:
-        wait_until(lambda: expected in log.read_text(), timeout=60, what="the adapter to say why")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    assert "invalid_client" in log.read_text()
+    log = adapter_says(
+        tmp_path, gateway.url, external_rules(METRIC, by=""), expected,
+        f"--prometheus-oauth2-token-url={hydra.token_url}", f"--prometheus-oauth2-client-id={CLIENT_ID}",
+        f"--prometheus-oauth2-client-secret-file={tmp_path / 'client-secret'}",
+    )  # fmt: skip
+    assert "invalid_client" in log
     assert gateway.accepted == 0
 
 
@@ -136,27 +125,11 @@ def test_short_lived_tokens_refresh_with_no_failed_read(
 ) -> None:
     """Hydra's tokens last 9 s; a read every 250 ms for 30 s (``PROMHPA_OAUTH2_SOAK_SECONDS``)."""
     adapter = _adapter(tmp_path, hydra, gateway.url, hydra.secret)
-    failures: list[str] = []
-    reads = 0
     try:
         wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
         refused = len(gateway.refused)
-        stop = threading.Event()
-
-        def reader() -> None:
-            nonlocal reads
-            while not stop.wait(0.25):
-                reads += 1
-                code, body = _read(adapter)
-                if code != 200:
-                    failures.append(f"{code}: {body[:200]}")
-
-        thread = threading.Thread(target=reader, daemon=True)
-        thread.start()
-        time.sleep(SOAK)
-        stop.set()
-        thread.join()
+        reader = read_for(lambda: failed_read(adapter, PATH), SOAK)
     finally:
         stop_adapter(adapter)
-    assert failures == [], f"{len(failures)} of {reads} reads failed: {failures[:3]}"
+    assert reader.failures == [], reader.report
     assert len(gateway.refused) == refused  # never sent an expired token

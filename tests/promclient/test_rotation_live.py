@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
@@ -31,6 +28,8 @@ from localcluster.pki import make_ca
 from localcluster.promhpa import external_rules
 from tests.support import AdapterProcess
 from tests.support import Exporter
+from tests.support import Reader
+from tests.support import failed_read
 from tests.support import free_port
 from tests.support import prometheus_binary
 from tests.support import start_adapter
@@ -150,35 +149,6 @@ def secured(exporter: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Ite
         proc.wait(timeout=20)
 
 
-class Reader:
-    """Asks the adapter for the metric every 250 ms until stopped; keeps every failure."""
-
-    def __init__(self, adapter: AdapterProcess) -> None:
-        self.adapter, self.reads = adapter, 0
-        self.failures: list[str] = []
-        self._stop = threading.Event()
-        self._t0 = time.monotonic()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.25):
-            self.reads += 1
-            try:
-                with urllib.request.urlopen(
-                    self.adapter.url + READ, context=self.adapter.ctx, timeout=5
-                ) as r:
-                    if b'"value":"7"' not in r.read():
-                        self.failures.append(f"{time.monotonic() - self._t0:.1f}s: no value 7")
-            except (urllib.error.URLError, OSError) as e:
-                body = e.read()[:300] if isinstance(e, urllib.error.HTTPError) else b""
-                self.failures.append(f"{time.monotonic() - self._t0:.1f}s: {e} {body!r}")
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 @pytest.fixture
 def rotating(
     secured: SecuredPrometheus, tmp_path: Path
@@ -209,15 +179,11 @@ def rotating(
 
 
 def _serves(adapter: AdapterProcess) -> bool:
-    try:
-        with urllib.request.urlopen(adapter.url + READ, context=adapter.ctx, timeout=5) as r:
-            return b'"value":"7"' in r.read()
-    except OSError:
-        return False
+    return failed_read(adapter, READ, b'"value":"7"') is None
 
 
 def _reading(adapter: AdapterProcess) -> Reader:
-    reader = Reader(adapter)
+    reader = Reader(lambda: failed_read(adapter, READ, b'"value":"7"'))
     wait_until(lambda: reader.reads >= 4, timeout=10, what="the reader's first reads")
     return reader
 
@@ -247,7 +213,7 @@ def test_a_rotated_client_certificate_is_used_without_a_failed_read(
         after = server.connections()
     finally:
         reader.stop()
-    assert reader.failures == [], f"{len(reader.failures)} of {reader.reads} reads failed"
+    assert reader.failures == [], reader.report
     assert after, "no connection to Prometheus after the rotation"
     assert not after & before, "connections made with the old certificate are still in use"
 
@@ -270,7 +236,7 @@ def test_a_rotated_ca_bundle_verifies_the_new_server_certificate_without_a_faile
         after = server.connections()
     finally:
         reader.stop()
-    assert reader.failures == [], f"{len(reader.failures)} of {reader.reads} reads failed"
+    assert reader.failures == [], reader.report
     assert after, "no connection to Prometheus after the rotation"
     assert not after & before, "connections verified with the old CA are still in use"
 
@@ -292,7 +258,7 @@ def test_a_rotated_password_is_sent_without_a_failed_read(
     finally:
         reader.stop()
     assert reader.reads > reads_after  # still reading after the switch
-    assert reader.failures == [], f"{len(reader.failures)} of {reader.reads} reads failed"
+    assert reader.failures == [], reader.report
 
 
 def test_a_broken_rotation_keeps_the_last_good_files(
@@ -307,7 +273,7 @@ def test_a_broken_rotation_keeps_the_last_good_files(
         time.sleep(3)
     finally:
         reader.stop()
-    assert reader.failures == [], f"{len(reader.failures)} of {reader.reads} reads failed"
+    assert reader.failures == [], reader.report
     log = adapter.log.read_text()
     assert "TLS files changed but do not load; keeping the last ones" in log
     assert server.url in log

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +27,8 @@ from tests.aws_peer import Sts
 from tests.aws_peer import VerifyingProxy
 from tests.support import Exporter
 from tests.support import PrometheusProcess
+from tests.support import failed_read
+from tests.support import read_for
 from tests.support import start_adapter
 from tests.support import stop_adapter
 from tests.support import wait_until
@@ -180,35 +179,17 @@ def test_short_lived_credentials_refresh_with_no_failed_read(
         tmp_path, amp.url, external_rules(METRIC, by=""), f"--prometheus-sigv4-region={REGION}",
         "--query-cache-ttl=0s", "--metrics-relist-interval=5s",
     )  # fmt: skip
-    path = f"{adapter.url}/apis/external.metrics.k8s.io/v1beta1/namespaces/aws/{METRIC}"
-    failures: list[str] = []
-    reads = 0
+    path = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/aws/{METRIC}"
     try:
-        wait_until(lambda: adapter.get(path.removeprefix(adapter.url))[0] == 200, timeout=30, what="serving")
+        wait_until(lambda: adapter.get(path)[0] == 200, timeout=30, what="serving")
         exchanges = sts.exchanges
-        stop = threading.Event()
-
-        def reader() -> None:
-            nonlocal reads
-            while not stop.wait(0.25):
-                reads += 1
-                try:
-                    with urllib.request.urlopen(path, context=adapter.ctx, timeout=5) as r:
-                        r.read()
-                except (urllib.error.URLError, OSError) as e:
-                    failures.append(f"{e}")
-
-        thread = threading.Thread(target=reader, daemon=True)
-        thread.start()
-        time.sleep(SOAK)
-        stop.set()
-        thread.join()
+        reader = read_for(lambda: failed_read(adapter, path), SOAK)
         refreshed = sts.exchanges - exchanges
     finally:
         sts.lifetime = None
         stop_adapter(adapter)
-    assert failures == [], f"{len(failures)} of {reads} reads failed: {failures[:3]}"
-    assert reads >= SOAK * 3
+    assert reader.failures == [], reader.report
+    assert reader.reads >= SOAK * 3
     assert refreshed >= SOAK / 15  # at least one refresh per lifetime
     assert amp.refused == [] or all("region" in r or "service" in r or "access key" in r or "expired" in r
                                     for r in amp.refused)  # fmt: skip
