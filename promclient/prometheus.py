@@ -140,10 +140,7 @@ class Prometheus:
             if wait > 0:  # the backend asked us to wait: no query before that
                 if time.monotonic() + wait >= deadline - 0.05:
                     self._on_query(kind, time.monotonic() - start, False)
-                    raise PrometheusThrottled(
-                        f"{self.settings.who} is throttling queries ({self.throttle.reason}): "
-                        f"not asking again for {wait:.1f}s, past the {self.settings.timeout:g}s deadline"
-                    )
+                    raise self._throttled_error(f", past the {self.settings.timeout:g}s deadline")
                 await asyncio.sleep(wait)
             left = deadline - time.monotonic()
             if left <= 0.05:
@@ -179,15 +176,18 @@ class Prometheus:
                 f"{self.settings.timeout:g}s (--prometheus-timeout)"
             )
         if _throttled(error):
-            wait = self.throttle.hold(time.monotonic())
-            raise PrometheusThrottled(
-                f"{self.settings.who} is throttling queries ({self.throttle.reason}): "
-                f"not asking again for {wait:.1f}s"
-            )
+            raise self._throttled_error()
         parsed = prometheus_error(error)
         if parsed is not None and parsed[0] in (400, 422):
             raise PrometheusRejected(f"{self.settings.who} rejects the {kind}: {parsed[1]}")
         raise PrometheusUnavailable(f"{self.settings.who} did not answer the {kind}: {short(error)}")
+
+    def _throttled_error(self, beyond: str = "") -> PrometheusThrottled:
+        wait = self.throttle.hold(time.monotonic())
+        return PrometheusThrottled(
+            f"{self.settings.who} is throttling queries ({self.throttle.reason}): "
+            f"not asking again for {wait:.1f}s{beyond}"
+        )
 
     def _rotated(self, error: BaseException | None) -> bool:
         """The server refused our credentials: are the files newer than what we sent? (A
