@@ -28,10 +28,10 @@ constraints: venv
 # The image both processes run from, from the commit checked out: an OCI archive under build/
 # with its SBOM, digest and size (release/image.py; no container engine, no registry).
 # IMAGE_ARCH=arm64 on an arm64 host, after `make image-lock IMAGE_ARCH=arm64` there.
-# IMAGE_EXTRAS= (empty) leaves out the cloud extras (botocore and google-auth, for Amazon's
-# and Google's managed Prometheus).
+# IMAGE_EXTRAS= (empty) leaves out the cloud extras (botocore, google-auth and azure-identity,
+# for Amazon's, Google's and Azure's managed Prometheus).
 IMAGE_ARCH ?= amd64
-IMAGE_EXTRAS ?= aws,google
+IMAGE_EXTRAS ?= aws,google,azure
 image: venv
 	$(BIN)/python -m release image --arch $(IMAGE_ARCH) --extras "$(IMAGE_EXTRAS)"
 

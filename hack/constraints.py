@@ -12,7 +12,7 @@ from packaging.requirements import Requirement
 
 OUT = Path(__file__).resolve().parent.parent / "constraints.txt"
 # the extras the image holds (release/image.py), pinned too; a plain install ignores their pins
-IMAGE_EXTRAS = ("aws", "google")
+IMAGE_EXTRAS = ("aws", "google", "azure")
 
 
 def pins() -> dict[str, str]:

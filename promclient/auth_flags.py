@@ -1,7 +1,7 @@
 """How a command says who it is to Prometheus: the flags the adapter, ``check-config`` and
-the controller's ``replay`` share (headers, TLS, a bearer token, Basic auth, SigV4), and the
-settings they make. One place, so a way to authenticate added for the adapter reaches every
-tool that queries Prometheus."""
+the controller's ``replay`` share (headers, TLS, a bearer token, Basic auth, the clouds' and
+OAuth2's tokens), and the settings they make. One place, so a way to authenticate added for
+the adapter reaches every tool that queries Prometheus."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rules.backend_config import MONITORING_READ, GoogleConfig, OAuth2Config, SigV4Config
+from rules.backend_config import (
+    AZURE_CLOUDS,
+    MONITORING_READ,
+    AzureConfig,
+    GoogleConfig,
+    OAuth2Config,
+    SigV4Config,
+)
 from shared.cliflags import deprecated_alias
 
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -59,6 +66,29 @@ def auth_flags(p: argparse.ArgumentParser) -> None:
         help="an OAuth2 token from Google's Application Default Credentials on every request "
         "(Google Cloud Managed Service for Prometheus: GKE Workload Identity, a key file in "
         "GOOGLE_APPLICATION_CREDENTIALS; needs the google extra; docs/cloud.md)",
+    )
+    p.add_argument(
+        "--prometheus-azure-auth",
+        action="store_true",
+        help="a Microsoft Entra ID token on every request (Azure Monitor managed Prometheus: "
+        "Azure Workload Identity, or a managed identity; needs the azure extra; docs/cloud.md)",
+    )
+    p.add_argument(
+        "--prometheus-azure-cloud",
+        default="AzurePublic",
+        choices=sorted(AZURE_CLOUDS),
+        help="the Azure cloud for --prometheus-azure-auth: its token audience and Entra ID "
+        "authority (default AzurePublic; AZURE_AUTHORITY_HOST wins for the authority)",
+    )
+    p.add_argument(
+        "--prometheus-azure-audience",
+        help="the token audience for --prometheus-azure-auth, if not the cloud's "
+        "(e.g. https://prometheus.monitor.azure.com)",
+    )
+    p.add_argument(
+        "--prometheus-azure-client-id",
+        help="the user-assigned managed identity's client ID for --prometheus-azure-auth, when "
+        "the node has several (Workload Identity takes AZURE_CLIENT_ID)",
     )
     p.add_argument(
         "--prometheus-oauth2-token-url",
@@ -135,6 +165,7 @@ def auth_settings(a: argparse.Namespace) -> dict[str, Any]:
             ("--prometheus-sigv4-region", a.prometheus_sigv4_region),
             ("--prometheus-google-auth", a.prometheus_google_auth),
             ("--prometheus-oauth2-token-url", a.prometheus_oauth2_token_url),
+            ("--prometheus-azure-auth", a.prometheus_azure_auth),
         )
         if given
     ]
@@ -158,5 +189,10 @@ def auth_settings(a: argparse.Namespace) -> dict[str, Any]:
         if a.prometheus_google_auth
         else None,
         "oauth2": _oauth2(a),
+        "azure": AzureConfig(
+            a.prometheus_azure_cloud, a.prometheus_azure_audience, a.prometheus_azure_client_id
+        )
+        if a.prometheus_azure_auth
+        else None,
         "insecure_skip_verify": a.prometheus_insecure_skip_verify,
     }

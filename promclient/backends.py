@@ -129,6 +129,7 @@ def backend_factory(
             sigv4=spec.sigv4,
             google=spec.google,
             oauth2=spec.oauth2,
+            azure=spec.azure,
             insecure_skip_verify=spec.insecure_skip_tls_verify,
             timeout=spec.timeout if spec.timeout is not None else base.timeout,
             method=spec.method or base.method,

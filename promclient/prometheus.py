@@ -40,6 +40,7 @@ from cachetools import TTLCache
 
 from shared.httpclient import Connections, Origin, form_encode
 
+from .azure_auth import AzureToken
 from .cloud_credentials import CloudCredentials
 from .credentials import Credentials, RotatingTLS
 from .failures import prometheus_error, refused_credentials, retryable, short
@@ -94,6 +95,8 @@ class Prometheus:
             self.signer = GoogleToken(settings.google, settings.who, on_credentials_failure)
         elif settings.oauth2:
             self.signer = OAuth2Token(settings.oauth2, settings.who, on_credentials_failure)
+        elif settings.azure:
+            self.signer = AzureToken(settings.azure, settings.who, on_credentials_failure)
         self._on_throttled = on_throttled or (lambda: None)
         self._sync: SyncTransport | None = None  # made on first use (``_transport``)
         self._params = dict(settings.params)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rules.backend_config import GoogleConfig, OAuth2Config, SigV4Config
+from rules.backend_config import AzureConfig, GoogleConfig, OAuth2Config, SigV4Config
 
 
 class PrometheusHTTPError(Exception):
@@ -45,6 +45,7 @@ class PrometheusSettings:
     sigv4: SigV4Config | None = None  # Amazon Managed Service for Prometheus (``sigv4``)
     google: GoogleConfig | None = None  # Google Cloud Managed Service for Prometheus (``google_auth``)
     oauth2: OAuth2Config | None = None  # OAuth2 client credentials (``oauth2``)
+    azure: AzureConfig | None = None  # Azure Monitor managed Prometheus (``azure_auth``)
 
     @property
     def who(self) -> str:

@@ -64,8 +64,9 @@ SOURCES = (".pyi", ".pyx", ".pxd", ".c", ".h", ".cpp")  # type stubs and C sourc
 # lines no traceback of ours needs; every other module keeps its source beside its bytecode
 SOURCELESS = ("kubernetes/client",)
 # the package's extras the image holds: botocore for Amazon Managed Prometheus (SigV4; 23 MB
-# of the image), google-auth for Google's (docs/release.md); ``--extras ""`` builds without
-EXTRAS = ("aws", "google")
+# of the image), google-auth for Google's, azure-identity for Azure's (docs/release.md);
+# ``--extras ""`` builds without
+EXTRAS = ("aws", "google", "azure")
 PLATFORMS = {  # pip's --platform tags for each architecture (glibc 2.36 in bookworm)
     "amd64": [f"manylinux_2_{v}_x86_64" for v in range(36, 16, -1)] + ["manylinux2014_x86_64"],
     "arm64": [f"manylinux_2_{v}_aarch64" for v in range(36, 16, -1)] + ["manylinux2014_aarch64"],
@@ -357,7 +358,7 @@ def build(
     extras: tuple[str, ...] = EXTRAS,
 ) -> Built:
     """The image of the commit checked out, at ``version`` (pyproject.toml's if None), with
-    the package's ``extras`` (the default: ``aws`` and ``google``, so the clouds' managed
+    the package's ``extras`` (the default: ``aws``, ``google`` and ``azure``, so the clouds' managed
     Prometheus services work)."""
     debs = [d for d in read_lock(lock) if d.arch in (arch, "all")]
     if not debs:

@@ -19,15 +19,17 @@ from .reader import Checker, duration_seconds, named_url, optional
 _BACKEND_KEYS = {
     "name", "url", "headers", "params", "timeout", "method", "caFile", "bearerTokenFile",
     "clientCertFile", "clientKeyFile", "username", "passwordFile", "insecureSkipTLSVerify",
-    "sigv4", "google", "oauth2",
+    "sigv4", "google", "oauth2", "azure",
 }  # fmt: skip
 _SIGV4_KEYS = {"region", "service", "roleARN"}
 _GOOGLE_KEYS = {"scopes"}
+_AZURE_KEYS = {"cloud", "audience", "clientID"}
 _OAUTH2_KEYS = {"tokenURL", "clientID", "clientSecretFile", "scopes", "endpointParams"}
 # one way to say who we are: each of these excludes the others
 _AUTH = {
     "bearerTokenFile": "a bearer token", "username": "Basic auth", "sigv4": "SigV4 signing",
     "google": "Google's credentials", "oauth2": "OAuth2 client credentials",
+    "azure": "Microsoft Entra ID tokens",
 }  # fmt: skip
 MONITORING_READ = "https://www.googleapis.com/auth/monitoring.read"
 
@@ -38,6 +40,35 @@ class GoogleConfig:
     Credentials on every request (``promclient.google_auth``)."""
 
     scopes: tuple[str, ...] = (MONITORING_READ,)
+
+
+# Azure Monitor's managed Prometheus, per cloud: the token audience its query endpoints take
+# and the cloud's Entra ID authority (AZURE_AUTHORITY_HOST, as the workload identity webhook
+# sets it, wins over the latter)
+AZURE_CLOUDS = {
+    "AzurePublic": ("https://prometheus.monitor.azure.com", "login.microsoftonline.com"),
+    "AzureUSGovernment": ("https://prometheus.monitor.azure.us", "login.microsoftonline.us"),
+    "AzureChina": ("https://prometheus.monitor.azure.cn", "login.chinacloudapi.cn"),
+}
+
+
+@dataclass(frozen=True)
+class AzureConfig:
+    """Azure Monitor managed Prometheus: a Microsoft Entra ID token for the cloud's Prometheus
+    audience on every request (``promclient.azure_auth``)."""
+
+    cloud: str = "AzurePublic"
+    audience: str | None = None  # None: the cloud's (AZURE_CLOUDS)
+    client_id: str | None = None  # a user-assigned managed identity's; None: AZURE_CLIENT_ID or the only one
+
+    @property
+    def scope(self) -> str:
+        """What Entra ID is asked for: the audience's ``/.default`` scope."""
+        return f"{(self.audience or AZURE_CLOUDS[self.cloud][0]).rstrip('/')}/.default"
+
+    @property
+    def authority(self) -> str:
+        return AZURE_CLOUDS[self.cloud][1]
 
 
 @dataclass(frozen=True)
@@ -82,6 +113,7 @@ class Backend:
     sigv4: SigV4Config | None = None
     google: GoogleConfig | None = None
     oauth2: OAuth2Config | None = None
+    azure: AzureConfig | None = None
     line: int = 0
 
 
@@ -133,6 +165,7 @@ def parse_backends(c: Checker, node: yaml.Node) -> tuple[Backend, ...]:
                 sigv4=parse_sigv4(c, m["sigv4"], f"{path}.sigv4") if "sigv4" in m else None,
                 google=parse_google(c, m["google"], f"{path}.google") if "google" in m else None,
                 oauth2=parse_oauth2(c, m["oauth2"], f"{path}.oauth2") if "oauth2" in m else None,
+                azure=parse_azure(c, m["azure"], f"{path}.azure") if "azure" in m else None,
                 line=n.start_mark.line + 1,
             )
         )
@@ -167,6 +200,28 @@ def parse_google(c: Checker, node: yaml.Node, path: str) -> GoogleConfig:
             m["scopes"], f"{path}.scopes", f"must name at least one scope (the default is {MONITORING_READ})"
         )
     return GoogleConfig(scopes=scopes)
+
+
+def parse_azure(c: Checker, node: yaml.Node, path: str) -> AzureConfig:
+    if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+        return AzureConfig()  # `azure:` alone: the public cloud
+    m = c.mapping(node, path, _AZURE_KEYS)
+    cloud = c.string(m["cloud"], f"{path}.cloud") if "cloud" in m else "AzurePublic"
+    if cloud not in AZURE_CLOUDS:
+        hint = difflib.get_close_matches(cloud, list(AZURE_CLOUDS), n=1)
+        maybe = f"did you mean {hint[0]!r}? " if hint else ""
+        raise c.fail(
+            m["cloud"], f"{path}.cloud",
+            f"unknown cloud {cloud!r} ({maybe}one of {', '.join(AZURE_CLOUDS)}; "
+            "another cloud: set 'audience' to its Prometheus audience)",
+        )  # fmt: skip
+    audience = optional(c, m, "audience", path)
+    if audience is not None and not audience.startswith("https://"):
+        raise c.fail(
+            m["audience"], f"{path}.audience",
+            f"{audience!r} must be an https URL (e.g. {AZURE_CLOUDS['AzurePublic'][0]})",
+        )  # fmt: skip
+    return AzureConfig(cloud=cloud, audience=audience, client_id=optional(c, m, "clientID", path))
 
 
 def parse_oauth2(c: Checker, node: yaml.Node, path: str) -> OAuth2Config:

@@ -5,6 +5,7 @@ GMP's or an OAuth2 gateway does. Each protocol peer (``tests.aws_peer``, ``tests
 
 from __future__ import annotations
 
+import ssl
 import threading
 import urllib.error
 import urllib.request
@@ -19,13 +20,15 @@ Check = Callable[[str, str, dict[str, str], bytes], Refusal | None]
 
 
 class LoopbackServer:
-    """``handler`` served in a thread on a free port of 127.0.0.1."""
+    """``handler`` served in a thread on a free port of 127.0.0.1 (over TLS with ``tls``)."""
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+    def __init__(self, handler: type[BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None) -> None:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.port = int(self.server.server_address[1])
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
 
     def close(self) -> None:
         self.server.shutdown()

@@ -239,6 +239,35 @@ def test_google_auth_value_gives_the_adapter_its_flag() -> None:
     assert "--prometheus-google-auth" not in adapter_args()
 
 
+def _adapter_pod(*flags: str) -> dict:
+    docs = render(URL, *flags)
+    return next(d for d in of_kind(docs, "Deployment") if d["metadata"]["name"].endswith("adapter"))["spec"][
+        "template"
+    ]
+
+
+def test_azure_workload_identity_values_give_the_flag_and_the_webhooks_pod_label() -> None:
+    flags = ("--set=prometheus.azure.enabled=true", "--set=prometheus.azure.cloud=AzureChina")
+    args = adapter_args(*flags)
+    assert [a for a in args if a.startswith("--prometheus-azure")] == [
+        "--prometheus-azure-auth",
+        "--prometheus-azure-cloud=AzureChina",
+    ]
+    assert _adapter_pod(*flags)["metadata"]["labels"]["azure.workload.identity/use"] == "true"
+    assert "azure.workload.identity/use" not in _adapter_pod()["metadata"]["labels"]
+    assert not any(a.startswith("--prometheus-azure") for a in adapter_args())
+
+
+def test_azure_managed_identity_values_name_the_identity_and_leave_the_label_off() -> None:
+    flags = (
+        "--set=prometheus.azure.enabled=true",
+        "--set=prometheus.azure.workloadIdentity=false",
+        "--set=prometheus.azure.managedIdentityClientID=0000-1111",
+    )
+    assert "--prometheus-azure-client-id=0000-1111" in adapter_args(*flags)
+    assert "azure.workload.identity/use" not in _adapter_pod(*flags)["metadata"]["labels"]
+
+
 def test_oauth2_values_give_the_adapter_its_flags_and_the_secret() -> None:
     flags = (
         "--set=prometheus.oauth2.tokenURL=https://idp/token",

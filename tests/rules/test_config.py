@@ -124,6 +124,33 @@ def test_a_google_backend_asks_for_monitoring_read_unless_told() -> None:
     assert c.backends[0].google.scopes == ("a", "b")
 
 
+def test_an_azure_backend_asks_for_its_clouds_prometheus_audience() -> None:
+    c = parse_config(BACKENDS.replace("  timeout: 4s\n", "  timeout: 4s\n  azure: {}\n"))
+    a = c.backends[0].azure
+    assert a is not None
+    assert (a.scope, a.authority) == (
+        "https://prometheus.monitor.azure.com/.default",
+        "login.microsoftonline.com",
+    )
+    c = parse_config(
+        BACKENDS.replace("  timeout: 4s\n", "  timeout: 4s\n  azure: {cloud: AzureUSGovernment}\n")
+    )
+    a = c.backends[0].azure
+    assert a is not None
+    assert (a.scope, a.authority) == (
+        "https://prometheus.monitor.azure.us/.default",
+        "login.microsoftonline.us",
+    )
+    block = "  azure: {cloud: AzureChina, audience: 'https://prom.example.cn/', clientID: abc}\n"
+    a = parse_config(BACKENDS.replace("  timeout: 4s\n", "  timeout: 4s\n" + block)).backends[0].azure
+    assert a is not None
+    assert (a.scope, a.authority, a.client_id) == (
+        "https://prom.example.cn/.default",
+        "login.chinacloudapi.cn",
+        "abc",
+    )
+
+
 def test_an_oauth2_backend_reads_its_client_and_parameters() -> None:
     block = (
         "  oauth2:\n    tokenURL: https://idp/token\n    clientID: promhpa\n    clientSecretFile: /s\n"
@@ -200,6 +227,20 @@ def test_backends_are_read_and_rules_pick_one() -> None:
             "backends[0].oauth2.tokenURL: 'idp/token' must be an http(s) URL",
         ),
         (
+            ("  timeout: 4s\n", "  timeout: 4s\n  sigv4: {region: x}\n  azure: {}\n"),
+            "<config>:8: backends[0].azure: a backend authenticates one way: SigV4 signing "
+            "('sigv4') or Microsoft Entra ID tokens ('azure'), not both",
+        ),
+        (
+            ("  timeout: 4s\n", "  timeout: 4s\n  azure: {cloud: AzureGovernment}\n"),
+            "<config>:7: backends[0].azure.cloud: unknown cloud 'AzureGovernment' (did you mean "
+            "'AzureUSGovernment'? one of AzurePublic, AzureUSGovernment, AzureChina",
+        ),
+        (
+            ("  timeout: 4s\n", "  timeout: 4s\n  azure: {audience: prometheus.monitor.azure.com}\n"),
+            "backends[0].azure.audience: 'prometheus.monitor.azure.com' must be an https URL",
+        ),
+        (
             ("  timeout: 4s\n", "  timeout: 4s\n  sigv4: {service: aps}\n"),
             "<config>:7: backends[0].sigv4: needs 'region', the workspace's AWS region",
         ),
@@ -224,6 +265,9 @@ def test_backends_are_read_and_rules_pick_one() -> None:
         "key",
         "two-auth-blocks",
         "google-and-sigv4",
+        "sigv4-and-azure",
+        "azure-cloud",
+        "azure-audience",
         "oauth2-secret",
         "oauth2-url",
         "sigv4-region",
