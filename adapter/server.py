@@ -239,7 +239,8 @@ class Adapter:
     def _team_limits(self) -> Limits:
         a = self.args
         names = {"" if n.strip() in ("", "default") else n.strip() for n in a.team_rule_backends.split(",")}
-        return Limits(a.team_rules_per_namespace, frozenset(names), *self.team_size_cost)
+        tenants = frozenset(t.strip() for t in a.team_rule_tenants.split(",") if t.strip())
+        return Limits(a.team_rules_per_namespace, frozenset(names), tenants, *self.team_size_cost)
 
     @contextlib.asynccontextmanager
     async def _team_rules(self, app: web.Application, kube: Kube) -> AsyncIterator[None]:
@@ -257,6 +258,7 @@ class Adapter:
         )
         providers = app[PROVIDERS]
         providers.team, providers.team_query_timeout = watch, a.team_rule_query_timeout.total_seconds()
+        providers.team_tenants = watch.limits.tenants
         providers.team_gate = TeamGate(self.team_size_cost[1])
         async with contextlib.asynccontextmanager(watch.context)(app):
             yield

@@ -209,6 +209,18 @@ build_hydra() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# Grafana Mimir, built in a copy of its own module (its replace directives, e.g. its fork of
+# Prometheus, apply only there); no cgo.
+build_mimir() {
+  local w="$CACHE/work/mimir-$MIMIR_VERSION" out="$CACHE/bin/mimir-$MIMIR_VERSION" dir
+  dir=$(go mod download -json "github.com/grafana/mimir@$MIMIR_VERSION" \
+        | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  rm -rf "$w"; mkdir -p "$(dirname "$w")"; cp -r "$dir" "$w"; chmod -R u+w "$w"
+  mkdir -p "$out.tmp"
+  (cd "$w" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out.tmp/mimir" ./cmd/mimir)
+  rm -rf "$out" "$w"; mv "$out.tmp" "$out"
+}
+
 # The benchmarks' load generator (benchmarks/loadgen, test tooling): a Go client, as the
 # aggregator is, so the client's own CPU does not bound the rates it measures. Cached by a
 # hash of its source, so an edit builds a new one.
@@ -361,6 +373,7 @@ fi
 # incumbent the benchmarks run beside us
 [[ $only == all || $only == bench || $only == prometheus-adapter ]] && step "prometheus-adapter $PROMETHEUS_ADAPTER_VERSION" "$CACHE/bin/prometheus-adapter-$PROMETHEUS_ADAPTER_VERSION/adapter" build_prometheus_adapter
 [[ $only == all || $only == hydra ]] && step "hydra $HYDRA_VERSION (the OAuth2 tests' server)" "$CACHE/bin/hydra-$HYDRA_VERSION-sqlite/hydra" build_hydra
+[[ $only == all || $only == mimir ]] && step "mimir $MIMIR_VERSION (the tenants tests' backend)" "$CACHE/bin/mimir-$MIMIR_VERSION/mimir" build_mimir
 [[ $only == all || $only == keda ]] && step "keda $KEDA_VERSION (operator, metrics server)" "$CACHE/bin/keda-$KEDA_VERSION/operator" build_keda
 # only for the benchmarks (make bench-adapter / bench-controller), not the tests
 [[ $only == bench || $only == loadgen ]] && step "loadgen (benchmarks/loadgen)" "$(loadgen_dir)/loadgen" build_loadgen

@@ -41,6 +41,7 @@ THANOS_VERSION = _V["THANOS_VERSION"]
 PROMETHEUS_ADAPTER_VERSION = _V["PROMETHEUS_ADAPTER_VERSION"]
 KEDA_VERSION = _V["KEDA_VERSION"]
 HYDRA_VERSION = _V["HYDRA_VERSION"]
+MIMIR_VERSION = _V["MIMIR_VERSION"]
 # the real node's parts (localcluster.node)
 NODE_PARTS = "-".join(
     _V[k] for k in ("CONTAINERD_VERSION", "RUNC_VERSION", "CNI_PLUGINS_VERSION", "COREDNS_VERSION")
@@ -124,6 +125,7 @@ class Binaries:
             "keda_adapter": f"keda-{KEDA_VERSION}/adapter",
             "keda_crds": f"keda-{KEDA_VERSION}/crds",
             "hydra": f"hydra-{HYDRA_VERSION}-sqlite/hydra",  # its in-memory store is SQLite
+            "mimir": f"mimir-{MIMIR_VERSION}/mimir",
             # the real node's binaries (a directory): the pause program's source is in its key
             "node": f"node-{self.k8s}-{NODE_PARTS}-{_pause_hash()}",
         }

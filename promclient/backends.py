@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from rules.backend_config import TenantHeader
 from rules.config import Backend
 
 from .promapi import PrometheusAPI, PrometheusUnavailable
@@ -76,6 +77,11 @@ class Backends:
     def names(self) -> list[str]:
         return ["", *self._clients]
 
+    def tenancy(self, name: str) -> TenantHeader | None:
+        """The backend's ``tenantHeader``, if it has tenants (the command line's has none)."""
+        spec = self._specs.get(name) if name else None
+        return spec.tenant_header if spec is not None else None
+
     @property
     def cache_hits(self) -> int:
         """Queries every backend answered from its cache or an in-flight twin."""
@@ -130,6 +136,7 @@ def backend_factory(
             google=spec.google,
             oauth2=spec.oauth2,
             azure=spec.azure,
+            tenant=spec.tenant_header,
             insecure_skip_verify=spec.insecure_skip_tls_verify,
             timeout=spec.timeout if spec.timeout is not None else base.timeout,
             method=spec.method or base.method,

@@ -54,13 +54,19 @@ class PrometheusAPI(Protocol):
     @property
     def url(self) -> str: ...
 
-    async def query(self, promql: str, gate: Gate | None = None) -> list[Sample]:
+    async def query(
+        self, promql: str, gate: Gate | None = None, namespace: str | None = None
+    ) -> list[Sample]:
         """An instant query's vector (a scalar is one sample without labels); ``gate`` is
-        entered around the request, if one is sent."""
+        entered around the request, if one is sent; ``namespace`` is who asks (its tenant, on
+        a backend with one per namespace; None: the default tenant)."""
         ...
 
-    async def series(self, match: str, max_age: timedelta) -> list[dict[str, str]]:
-        """The label sets of the series matching ``match`` seen within ``max_age``."""
+    async def series(
+        self, match: str, max_age: timedelta, namespace: str | None = None
+    ) -> list[dict[str, str]]:
+        """The label sets of the series matching ``match`` seen within ``max_age``, as
+        ``namespace``'s tenant (None: every tenant discovery asks)."""
         ...
 
     async def labels(self, match: str | None = None) -> list[str]:

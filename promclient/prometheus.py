@@ -120,13 +120,24 @@ class Prometheus:
             self._sync = SyncTransport(self.settings, self._tls, self._credentials, self.signer)
         return self._sync
 
-    async def _call(self, kind: str, fn: Callable[[SyncTransport, float], T]) -> T:
+    async def _call(
+        self, kind: str, fn: Callable[[SyncTransport, float], T], headers: dict[str, str] | None = None
+    ) -> T:
         """Run ``fn(transport, seconds_left)`` in the pool under the deadline, retrying at
-        most once."""
+        most once; ``headers`` (the tenant's; None: the default tenant's) on its requests."""
         loop = asyncio.get_running_loop()
         self._tls.check()  # a rotated file: the transport closes its connections (promsync)
         sync = self._transport()
-        return await self._acall(kind, lambda left: loop.run_in_executor(self._pool, sync.run, fn, left))
+        sent = headers if headers is not None else self.tenant_headers(None)
+        return await self._acall(
+            kind, lambda left: loop.run_in_executor(self._pool, sync.run, fn, left, sent)
+        )
+
+    def tenant_headers(self, namespace: str | None) -> dict[str, str]:
+        """The header naming the tenant ``namespace`` asks as (its own, or the default for
+        none); nothing for a backend without ``tenantHeader``."""
+        t = self.settings.tenant
+        return {} if t is None else {t.name: t.tenant_for(namespace)}
 
     async def _acall(self, kind: str, call: Callable[[float], Awaitable[T]], bounded: bool = False) -> T:
         """Await ``call(seconds_left)`` under the deadline, retrying at most once. ``bounded``:
@@ -210,11 +221,13 @@ class Prometheus:
         """Serve instant queries and series over ``connections`` (the serving loop's), or stop."""
         self._http = connections
 
-    async def _get_json(self, path: str, params: dict[str, str], left: float, post: bool) -> Any:
+    async def _get_json(
+        self, path: str, params: dict[str, str], left: float, post: bool, tenant: dict[str, str]
+    ) -> Any:
         """One call to the HTTP API over the attached connections: the ``data`` of the answer,
         or the same errors prometheus-api-client raises (so one error mapping serves both)."""
         assert self._http is not None
-        headers = self._credentials.headers()
+        headers = {**self._credentials.headers(), **tenant} if tenant else self._credentials.headers()
         query = form_encode(params)
         answer: dict[str, str] = {}
         origin = self._origin()
@@ -293,18 +306,23 @@ class Prometheus:
             chunk_start = chunk_end + step
         return [(dict(k), v) for k, v in out.items()]
 
-    async def query(self, promql: str, gate: Gate | None = None) -> list[Sample]:
-        """An instant query; cached for the TTL; concurrent identical queries coalesce;
-        ``gate`` is held while it is sent."""
-        if self._cache is not None and promql in self._cache:
+    async def query(
+        self, promql: str, gate: Gate | None = None, namespace: str | None = None
+    ) -> list[Sample]:
+        """An instant query, as ``namespace``'s tenant on a backend with ``tenantHeader``;
+        cached for the TTL; concurrent identical queries (of one tenant) coalesce; ``gate`` is
+        held while it is sent."""
+        tenant = self.tenant_headers(namespace)
+        key = promql if not tenant else f"{next(iter(tenant.values()))}\x00{promql}"
+        if self._cache is not None and key in self._cache:
             self.cache_hits += 1
-            return self._cache[promql]
-        pending = self._inflight.get(promql)
+            return self._cache[key]
+        pending = self._inflight.get(key)
         if pending is not None:
             self.cache_hits += 1
             return await asyncio.shield(pending)
         future: asyncio.Future[list[Sample]] = asyncio.get_running_loop().create_future()
-        self._inflight[promql] = future
+        self._inflight[key] = future
         long = self._long(promql)
 
         def fetch(sync: SyncTransport, left: float) -> Any:
@@ -317,18 +335,18 @@ class Prometheus:
 
         async def over_http(left: float) -> Any:
             params = {**self._params, "query": promql, "timeout": f"{left:.3f}"}
-            return (await self._get_json("/api/v1/query", params, left, long))["result"]
+            return (await self._get_json("/api/v1/query", params, left, long, tenant))["result"]
 
         try:
             async with gate() if gate is not None else contextlib.nullcontext():
                 raw = await (
                     self._acall("query", over_http, bounded=True)
                     if self._http is not None
-                    else self._call("query", fetch)
+                    else self._call("query", fetch, tenant)
                 )
             samples = [_sample(r) for r in raw]
             if self._cache is not None:
-                self._cache[promql] = samples
+                self._cache[key] = samples
             future.set_result(samples)
             return samples
         except asyncio.CancelledError:
@@ -339,10 +357,24 @@ class Prometheus:
             future.exception()  # retrieved: no "never retrieved" warning when nobody else waits
             raise
         finally:
-            del self._inflight[promql]
+            del self._inflight[key]
 
-    async def series(self, match: str, max_age: timedelta) -> list[dict[str, str]]:
-        """Series matching a selector seen within ``max_age`` (discovery; never cached)."""
+    async def series(
+        self, match: str, max_age: timedelta, namespace: str | None = None
+    ) -> list[dict[str, str]]:
+        """Series matching a selector seen within ``max_age`` (discovery; never cached): as
+        ``namespace``'s tenant, or with none, of every tenant discovery asks (the default and
+        those ``tenantHeader.namespaces`` names), each series once."""
+        t = self.settings.tenant
+        if t is None or namespace:
+            return await self._series(match, max_age, self.tenant_headers(namespace))
+        found: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+        for tenant in t.discovery_tenants():
+            for labels in await self._series(match, max_age, {t.name: tenant}):
+                found.setdefault(tuple(sorted(labels.items())), labels)
+        return list(found.values())
+
+    async def _series(self, match: str, max_age: timedelta, tenant: dict[str, str]) -> list[dict[str, str]]:
         end = datetime.now(UTC)
         start = end - max_age
         long = self._long(match)
@@ -357,11 +389,11 @@ class Prometheus:
         async def over_http(left: float) -> Any:
             params = {**self._params, "match[]": match, "timeout": f"{left:.3f}",
                       "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}"}  # fmt: skip
-            return await self._get_json("/api/v1/series", params, left, long)
+            return await self._get_json("/api/v1/series", params, left, long, tenant)
 
         if self._http is not None:
             return cast(list[dict[str, str]], await self._acall("series", over_http, bounded=True))
-        return cast(list[dict[str, str]], await self._call("series", fetch))
+        return cast(list[dict[str, str]], await self._call("series", fetch, tenant))
 
     @property
     def url(self) -> str:

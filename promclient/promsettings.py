@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rules.backend_config import AzureConfig, GoogleConfig, OAuth2Config, SigV4Config
+from rules.backend_config import AzureConfig, GoogleConfig, OAuth2Config, SigV4Config, TenantHeader
 
 
 class PrometheusHTTPError(Exception):
@@ -46,6 +46,7 @@ class PrometheusSettings:
     google: GoogleConfig | None = None  # Google Cloud Managed Service for Prometheus (``google_auth``)
     oauth2: OAuth2Config | None = None  # OAuth2 client credentials (``oauth2``)
     azure: AzureConfig | None = None  # Azure Monitor managed Prometheus (``azure_auth``)
+    tenant: TenantHeader | None = None  # the asking namespace's tenant in a header (Mimir's X-Scope-OrgID)
 
     @property
     def who(self) -> str:

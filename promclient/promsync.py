@@ -17,7 +17,8 @@ from __future__ import annotations
 import ast
 import re
 import ssl
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import requests
@@ -35,27 +36,33 @@ T = TypeVar("T")
 _STATUS = re.compile(r"^HTTP Status Code (\d{3}) \((b'.*'|b\".*\")\)$", re.S)
 
 
+class _PerCall(threading.local):
+    headers: Mapping[str, str] = {}  # this worker thread's call's own headers (its tenant)
+
+
 class _FromCredentials(requests.auth.AuthBase):
     """The loop side's headers (``credentials.Credentials``: the token and password files
-    read again as they rotate) on every request of this transport too."""
+    read again as they rotate) on every request of this transport too, then the call's own."""
 
-    def __init__(self, credentials: Credentials) -> None:
-        self.credentials = credentials
+    def __init__(self, credentials: Credentials, per_call: _PerCall) -> None:
+        self.credentials, self.per_call = credentials, per_call
 
     def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
         r.headers.update(self.credentials.headers())
+        r.headers.update(self.per_call.headers)
         return r
 
 
-class _CloudSigned(requests.auth.AuthBase):
+class _CloudSigned(_FromCredentials):
     """A cloud's credentials on every request of this transport (``cloud_credentials``):
     signed last, over what is sent."""
 
-    def __init__(self, credentials: Credentials, signer: CloudCredentials) -> None:
-        self.credentials, self.signer = credentials, signer
+    def __init__(self, credentials: Credentials, per_call: _PerCall, signer: CloudCredentials) -> None:
+        super().__init__(credentials, per_call)
+        self.signer = signer
 
     def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
-        r.headers.update(self.credentials.headers())
+        super().__call__(r)
         body = r.body.encode() if isinstance(r.body, str) else r.body if isinstance(r.body, bytes) else None
         signable = {
             k: v if isinstance(v, str) else v.decode()
@@ -85,7 +92,12 @@ class SyncTransport:
         session.verify = False if s.insecure_skip_verify else (s.ca_file or True)
         if s.client_cert:
             session.cert = (s.client_cert, s.client_key) if s.client_key else s.client_cert
-        session.auth = _CloudSigned(credentials, signer) if signer else _FromCredentials(credentials)
+        self._per_call = _PerCall()
+        session.auth = (
+            _CloudSigned(credentials, self._per_call, signer)
+            if signer
+            else _FromCredentials(credentials, self._per_call)
+        )
         self.session, self._tls, self._generation = session, tls, tls.generation
         self.client = PrometheusConnect(
             url=s.url.rstrip("/"),
@@ -97,11 +109,15 @@ class SyncTransport:
             retry=Retry(total=0, connect=0, read=0, status=0, redirect=0, raise_on_status=False),
         )
 
-    def run(self, fn: Callable[[SyncTransport, float], T], left: float) -> T:
-        """``fn(self, left)``, its failures translated (see the module docstring)."""
+    def run(
+        self, fn: Callable[[SyncTransport, float], T], left: float, headers: Mapping[str, str] | None = None
+    ) -> T:
+        """``fn(self, left)`` with ``headers`` on its requests too, its failures translated
+        (see the module docstring)."""
         if self._generation != self._tls.generation:  # the TLS files rotated
             self._generation = self._tls.generation
             self.session.close()  # the pools' connections go; the next ones load the new files
+        self._per_call.headers = headers or {}
         try:
             return fn(self, left)
         except requests.exceptions.SSLError as e:  # before ConnectionError, which it is too
@@ -121,6 +137,8 @@ class SyncTransport:
             except (ValueError, SyntaxError):
                 body = m.group(2).encode()
             raise PrometheusHTTPError(int(m.group(1)), body) from e
+        finally:
+            self._per_call.headers = {}
 
     def form(self, path: str, form: dict[str, str], timeout: float) -> Any:
         """A form-encoded POST to the HTTP API (prometheus-api-client's "POST" still sends the

@@ -10,6 +10,7 @@ else, so a new way to authenticate is one key in ``_BACKEND_KEYS`` and one field
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 import yaml
@@ -19,11 +20,12 @@ from .reader import Checker, duration_seconds, named_url, optional
 _BACKEND_KEYS = {
     "name", "url", "headers", "params", "timeout", "method", "caFile", "bearerTokenFile",
     "clientCertFile", "clientKeyFile", "username", "passwordFile", "insecureSkipTLSVerify",
-    "sigv4", "google", "oauth2", "azure",
+    "sigv4", "google", "oauth2", "azure", "tenantHeader",
 }  # fmt: skip
 _SIGV4_KEYS = {"region", "service", "roleARN"}
 _GOOGLE_KEYS = {"scopes"}
 _AZURE_KEYS = {"cloud", "audience", "clientID"}
+_TENANT_KEYS = {"name", "from", "namespaces", "default"}
 _OAUTH2_KEYS = {"tokenURL", "clientID", "clientSecretFile", "scopes", "endpointParams"}
 # one way to say who we are: each of these excludes the others
 _AUTH = {
@@ -32,6 +34,9 @@ _AUTH = {
     "azure": "Microsoft Entra ID tokens",
 }  # fmt: skip
 MONITORING_READ = "https://www.googleapis.com/auth/monitoring.read"
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# Mimir's and Cortex's tenant IDs: up to 150 of these characters; '|' joins several (federation)
+_TENANT = re.compile(r"^[A-Za-z0-9!_.*'()|-]{1,150}$")
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,35 @@ class SigV4Config:
 
 
 @dataclass(frozen=True)
+class TenantHeader:
+    """One backend, many tenants (Mimir, Cortex, Loki-style ``X-Scope-OrgID``): the header
+    names the asking namespace's tenant -- the namespace itself (``from: namespace``) or the
+    one ``namespaces`` maps it to -- and ``default`` for requests no namespace asks (nodes,
+    namespace objects, listing every namespace's pods, discovery)."""
+
+    default: str
+    name: str = "X-Scope-OrgID"
+    from_namespace: bool = False
+    namespaces: tuple[tuple[str, str], ...] = ()  # namespace -> tenant
+
+    def tenant_for(self, namespace: str | None) -> str:
+        if not namespace:
+            return self.default
+        if self.from_namespace:
+            return namespace
+        return dict(self.namespaces).get(namespace, self.default)
+
+    def own_tenant(self, namespace: str) -> bool:
+        """Whether ``namespace`` has a tenant of its own, not the default one."""
+        return bool(namespace) and (self.from_namespace or namespace in dict(self.namespaces))
+
+    def discovery_tenants(self) -> tuple[str, ...]:
+        """The tenants discovery asks: the default and every one the map names (``from:
+        namespace`` has no list: the default must hold, or federate, the series names)."""
+        return tuple(dict.fromkeys((self.default, *(t for _, t in self.namespaces))))
+
+
+@dataclass(frozen=True)
 class Backend:
     """A named Prometheus-compatible endpoint rules can pick (our extension of the format:
     Thanos Querier, Mimir/Cortex tenants, VictoriaMetrics, a second Prometheus)."""
@@ -114,6 +148,7 @@ class Backend:
     google: GoogleConfig | None = None
     oauth2: OAuth2Config | None = None
     azure: AzureConfig | None = None
+    tenant_header: TenantHeader | None = None
     line: int = 0
 
 
@@ -166,6 +201,7 @@ def parse_backends(c: Checker, node: yaml.Node) -> tuple[Backend, ...]:
                 google=parse_google(c, m["google"], f"{path}.google") if "google" in m else None,
                 oauth2=parse_oauth2(c, m["oauth2"], f"{path}.oauth2") if "oauth2" in m else None,
                 azure=parse_azure(c, m["azure"], f"{path}.azure") if "azure" in m else None,
+                tenant_header=parse_tenant_header(c, m, path) if "tenantHeader" in m else None,
                 line=n.start_mark.line + 1,
             )
         )
@@ -200,6 +236,45 @@ def parse_google(c: Checker, node: yaml.Node, path: str) -> GoogleConfig:
             m["scopes"], f"{path}.scopes", f"must name at least one scope (the default is {MONITORING_READ})"
         )
     return GoogleConfig(scopes=scopes)
+
+
+def parse_tenant_header(c: Checker, backend: dict[str, yaml.Node], path: str) -> TenantHeader:
+    node, path = backend["tenantHeader"], f"{path}.tenantHeader"
+    m = c.mapping(node, path, _TENANT_KEYS)
+    if "default" not in m:
+        raise c.fail(
+            node, path,
+            "needs 'default', the tenant of requests no namespace asks (nodes, namespace objects, "
+            "discovery), e.g. default: platform",
+        )  # fmt: skip
+    if ("from" in m) == ("namespaces" in m):
+        raise c.fail(
+            node, path,
+            "needs one of 'from: namespace' (each namespace is its tenant) or 'namespaces' (a map "
+            "of namespace -> tenant)",
+        )  # fmt: skip
+    if "from" in m and c.string(m["from"], f"{path}.from") != "namespace":
+        raise c.fail(m["from"], f"{path}.from", "must be 'namespace' (or give 'namespaces', a map)")
+    name = c.string(m["name"], f"{path}.name") if "name" in m else "X-Scope-OrgID"
+    if not _HEADER_NAME.match(name):
+        raise c.fail(m["name"], f"{path}.name", f"{name!r} is not an HTTP header name")
+    if "headers" in backend and isinstance(backend["headers"], yaml.MappingNode):
+        for k, _ in backend["headers"].value:
+            if str(k.value).lower() == name.lower():
+                raise c.fail(
+                    k, f"{path[: -len('.tenantHeader')]}.headers.{k.value}",
+                    "is set by tenantHeader too; remove it from 'headers' (tenantHeader's "
+                    "'default' is the tenant of requests without a namespace)",
+                )  # fmt: skip
+    tenants = _pairs(c, m["namespaces"], f"{path}.namespaces") if "namespaces" in m else ()
+    default = c.string(m["default"], f"{path}.default")
+    for key, value in (("default", default), *((f"namespaces.{k}", v) for k, v in tenants)):
+        if not value or not _TENANT.match(value):
+            raise c.fail(
+                m["default"] if key == "default" else m["namespaces"], f"{path}.{key}",
+                f"{value!r} is not a tenant ID (letters, digits and !-_.*'() , '|' to federate)",
+            )  # fmt: skip
+    return TenantHeader(default=default, name=name, from_namespace="from" in m, namespaces=tenants)
 
 
 def parse_azure(c: Checker, node: yaml.Node, path: str) -> AzureConfig:

@@ -173,6 +173,13 @@ def hydra_binary() -> str:
     return _built(Path(Binaries(cache_bin()).hydra), "Ory Hydra", "the OAuth2 tests")
 
 
+def mimir_binary() -> str:
+    from localcluster.tools import Binaries
+    from localcluster.tools import cache_bin
+
+    return _built(Path(Binaries(cache_bin()).mimir), "Grafana Mimir", "the tenants tests")
+
+
 def prometheus_adapter_binary() -> str:
     from localcluster.tools import Binaries
     from localcluster.tools import cache_bin

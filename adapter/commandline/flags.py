@@ -115,6 +115,13 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         "--prometheus-url (default: default)",
     )
     team.add_argument(
+        "--team-rule-tenants",
+        default="",
+        metavar="TENANTS",
+        help="comma-separated tenants a MetricRule may read on a backend with a tenantHeader; "
+        "empty (the default): only its namespace's own tenant, never the default one",
+    )
+    team.add_argument(
         "--team-rule-query-timeout",
         type=duration,
         default=timedelta(seconds=5),

@@ -20,6 +20,7 @@ from adapter.team.team_assignment import Assignment
 from adapter.team.team_assignment import Served as TeamServed
 from adapter.team.team_gate import TeamGate, TeamLimitError
 from adapter.team.team_rules import NAMESPACED, Key, TeamRule
+from adapter.team.tenants import tenant_refused
 from promclient.backends import Backends
 from promclient.promapi import Gate, PrometheusAPI, PrometheusTimeout, Sample
 from rules.config import Config, GroupResource
@@ -49,6 +50,12 @@ class ObjectLister(Protocol):
     ) -> Sequence[str]: ...
 
 
+def _asking(req: MetricRequest) -> str | None:
+    """The namespace a request asks as (its tenant's, on a backend with one per namespace):
+    none for a namespace object's metric, which is about the namespace, not from it."""
+    return None if req.resource == NAMESPACES else req.namespace
+
+
 class Providers:
     def __init__(
         self,
@@ -63,6 +70,7 @@ class Providers:
         self.team: TeamRules | None = None
         self.team_query_timeout = 5.0
         self.team_gate = TeamGate()  # the per-namespace limits on MetricRule queries
+        self.team_tenants: frozenset[str] = frozenset()  # what MetricRules may read beyond their own tenant
 
     async def _names(self, req: MetricRequest) -> tuple[str, ...]:
         assert req.resource is not None
@@ -105,11 +113,11 @@ class Providers:
                 query, label = team.rule.render_custom(team.series, asked)
             except (IsolationError, QueryError) as e:
                 raise BadRequest(f"{team.rule.describe()}: {e}") from None
-            samples = await self._team_query(team.rule, query)
+            samples = await self._team_query(team.rule, query, _asking(req))
         else:
             assert served is not None
             query, label = custom_query(served.rule, served.series, asked)
-            samples = await self.backends.get(served.rule.backend).query(query)
+            samples = await self.backends.get(served.rule.backend).query(query, namespace=_asking(req))
         wanted = set(names)
         ns = req.namespace if req.resource != NAMESPACES else None
         item = item_builder(req.version, req.resource, ns, req.metric, selector_json(req.metric_selector))
@@ -143,7 +151,7 @@ class Providers:
                 "matching series"
             )
         samples = await self.backends.get(served.rule.backend).query(
-            external_query(served.rule, served.series, req.namespace, req.selector)
+            external_query(served.rule, served.series, req.namespace, req.selector), namespace=req.namespace
         )
         return external_list(req, samples, None, zero=served.rule.absent == "zero")
 
@@ -156,16 +164,16 @@ class Providers:
             query = rule.render(served.series, req.namespace, req.selector)
         except (IsolationError, QueryError) as e:
             raise BadRequest(f"{rule.describe()}: {e}") from None
-        samples = await self._team_query(rule, query)
+        samples = await self._team_query(rule, query, req.namespace)
         zero = rule.rule is not None and rule.rule.absent == "zero"
         return external_list(req, samples, req.selector if rule.rule is None else None, zero=zero)
 
-    async def _team_query(self, rule: TeamRule, query: str) -> list[Sample]:
-        """A team rule's query under its limits: a MetricRule's within its namespace's
-        (``adapter.team.team_gate``), every one within the team rules' query time limit. A limit
-        hit is said on the rule's status too."""
+    async def _team_query(self, rule: TeamRule, query: str, namespace: str | None) -> list[Sample]:
+        """A team rule's query, as ``namespace``'s tenant, under its limits: a MetricRule's
+        within its namespace's (``adapter.team.team_gate``) and tenant, every one within the
+        team rules' query time limit. A limit hit is said on the rule's status too."""
         if rule.kind != NAMESPACED:
-            return await self._timed(rule, query)
+            return await self._timed(rule, query, namespace)
         gate, held = self.team_gate, []
 
         @contextlib.asynccontextmanager
@@ -178,8 +186,11 @@ class Providers:
             problem = over_cost(rule.reach, gate.limits, time.time())  # an @ pin reaches further each day
             if problem is not None:
                 raise TeamLimitError(422, "Invalid", f"{rule.describe()}: {problem}")
+            refused = tenant_refused(self.backends.tenancy(rule.backend), rule, self.team_tenants)
+            if refused is not None:
+                raise TeamLimitError(403, "Forbidden", f"{rule.describe()}: {refused}")
             try:
-                samples = await self._timed(rule, query, slot)
+                samples = await self._timed(rule, query, rule.namespace, slot)
             except PrometheusTimeout:
                 if held:
                     raise
@@ -193,10 +204,12 @@ class Providers:
             self.team.note_limit(rule.key, None)
         return samples
 
-    async def _timed(self, rule: TeamRule, query: str, gate: Gate | None = None) -> list[Sample]:
+    async def _timed(
+        self, rule: TeamRule, query: str, namespace: str | None, gate: Gate | None = None
+    ) -> list[Sample]:
         try:
             async with asyncio.timeout(self.team_query_timeout):
-                return await self.backends.get(rule.backend).query(query, gate)
+                return await self.backends.get(rule.backend).query(query, gate, namespace)
         except TimeoutError:
             raise PrometheusTimeout(
                 f"{rule.describe()}: no answer within the team rules' query time limit "
@@ -229,7 +242,7 @@ class Providers:
                 continue
             query, pod_label, container_label = container_query(q, req.namespace, names)
             ns_label = "namespace"
-            for s in await self.backends.get(rr.backend).query(query):
+            for s in await self.backends.get(rr.backend).query(query, namespace=req.namespace):
                 key = (s.labels.get(ns_label, req.namespace or ""), s.labels.get(pod_label, ""))
                 if not key[1]:
                     continue

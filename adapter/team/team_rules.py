@@ -59,6 +59,9 @@ CLUSTER_SCOPED = {NAMESPACES, NODES, GroupResource("", "persistentvolumes")}
 class Limits:
     per_namespace: int = 50
     backends: frozenset[str] = frozenset({""})  # "" is the adapter's --prometheus-url
+    # tenants a MetricRule may read on a backend with a tenantHeader (``tenants``); empty:
+    # its namespace's own only
+    tenants: frozenset[str] = frozenset()
     # a MetricRule's query text (a ClusterMetricRule's is held to CEILING only: ``_size``)
     size: SizeLimits = field(default_factory=SizeLimits)
     # a MetricRule's cost (a ClusterMetricRule is the platform's, and has none)

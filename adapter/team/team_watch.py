@@ -32,6 +32,7 @@ from shared.kube.informer import Informer
 from .judging import RuleJudge
 from .team_assignment import Assignment, Name, collect, condition, give_out
 from .team_rules import CLUSTER, GROUP, NAMESPACED, PATHS, VERSION, Key, Limits, TeamRule, Verdict, key_of
+from .tenants import tenant_refused
 
 log = structlog.get_logger("adapter.team.team_rules")
 
@@ -157,8 +158,13 @@ class TeamRuleWatch:
             if known is not None and known[0] == rule and not again:
                 found[rule.key] = known[1]
                 continue
+            if tenant_refused(self.backends.tenancy(rule.backend), rule, self.limits.tenants) is not None:
+                found[rule.key] = {}  # nothing of a tenant it may not read, not even metric names
+                continue
             try:
-                series = await self.backends.get(rule.backend).series(rule.selector, self.max_age)
+                series = await self.backends.get(rule.backend).series(
+                    rule.selector, self.max_age, rule.namespace or None
+                )
             except PrometheusUnavailable as e:
                 log.warning("team rules: discovery failed", rule=rule.describe(), error=str(e))
                 if known is not None:

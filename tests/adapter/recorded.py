@@ -21,13 +21,17 @@ class RecordedPrometheus:
     asked: list[str] = field(default_factory=list)
     url: str = "recorded://prometheus"
 
-    async def query(self, promql: str, gate: Gate | None = None) -> list[Sample]:
+    async def query(
+        self, promql: str, gate: Gate | None = None, namespace: str | None = None
+    ) -> list[Sample]:
         self.asked.append(promql)
         if self.failure is not None:
             raise self.failure
         return list(self.answers.get(promql, []))
 
-    async def series(self, match: str, max_age: timedelta) -> list[dict[str, str]]:
+    async def series(
+        self, match: str, max_age: timedelta, namespace: str | None = None
+    ) -> list[dict[str, str]]:
         if self.failure is not None:
             raise self.failure
         return list(self.series_answers.get(match, []))

@@ -268,6 +268,11 @@ def test_azure_managed_identity_values_name_the_identity_and_leave_the_label_off
     assert "azure.workload.identity/use" not in _adapter_pod(*flags)["metadata"]["labels"]
 
 
+def test_team_tenants_value_names_the_tenants_metricrules_may_read() -> None:
+    assert "--team-rule-tenants=platform,shared" in adapter_args("--set=rules.team.tenants={platform,shared}")
+    assert not any(a.startswith("--team-rule-tenants") for a in adapter_args())
+
+
 def test_oauth2_values_give_the_adapter_its_flags_and_the_secret() -> None:
     flags = (
         "--set=prometheus.oauth2.tokenURL=https://idp/token",

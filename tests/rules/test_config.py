@@ -151,6 +151,19 @@ def test_an_azure_backend_asks_for_its_clouds_prometheus_audience() -> None:
     )
 
 
+def test_a_tenant_header_reads_its_name_map_and_default() -> None:
+    block = "  tenantHeader: {namespaces: {shop: team-a}, default: platform}\n"
+    t = parse_config(BACKENDS.replace("  timeout: 4s\n", "  timeout: 4s\n" + block)).backends[0].tenant_header
+    assert t is not None
+    assert (t.name, t.default, dict(t.namespaces), t.from_namespace) == (
+        "X-Scope-OrgID", "platform", {"shop": "team-a"}, False,
+    )  # fmt: skip
+    block = "  tenantHeader: {name: X-Tenant, from: namespace, default: platform}\n"
+    t = parse_config(BACKENDS.replace("  timeout: 4s\n", "  timeout: 4s\n" + block)).backends[0].tenant_header
+    assert t is not None
+    assert (t.name, t.from_namespace) == ("X-Tenant", True)
+
+
 def test_an_oauth2_backend_reads_its_client_and_parameters() -> None:
     block = (
         "  oauth2:\n    tokenURL: https://idp/token\n    clientID: promhpa\n    clientSecretFile: /s\n"
@@ -241,6 +254,31 @@ def test_backends_are_read_and_rules_pick_one() -> None:
             "backends[0].azure.audience: 'prometheus.monitor.azure.com' must be an https URL",
         ),
         (
+            ("  timeout: 4s\n", "  timeout: 4s\n  tenantHeader: {from: namespace}\n"),
+            "<config>:7: backends[0].tenantHeader: needs 'default', the tenant of requests no namespace asks",
+        ),
+        (
+            ("  timeout: 4s\n", "  timeout: 4s\n  tenantHeader: {default: p}\n"),
+            "backends[0].tenantHeader: needs one of 'from: namespace' (each namespace is its tenant) or "
+            "'namespaces'",
+        ),
+        (
+            ("  timeout: 4s\n", "  timeout: 4s\n  tenantHeader: {from: pod, default: p}\n"),
+            "backends[0].tenantHeader.from: must be 'namespace'",
+        ),
+        (
+            ("  timeout: 4s\n", "  timeout: 4s\n  tenantHeader: {namespaces: {a: 'x y'}, default: p}\n"),
+            "backends[0].tenantHeader.namespaces.a: 'x y' is not a tenant ID",
+        ),
+        (
+            (
+                "  passwordFile: /etc/mimir/password\n",
+                "  passwordFile: /etc/mimir/password\n  tenantHeader: {from: namespace, default: p}\n",
+            ),
+            "<config>:9: backends[1].headers.X-Scope-OrgID: is set by tenantHeader too; remove it "
+            "from 'headers'",
+        ),
+        (
             ("  timeout: 4s\n", "  timeout: 4s\n  sigv4: {service: aps}\n"),
             "<config>:7: backends[0].sigv4: needs 'region', the workspace's AWS region",
         ),
@@ -265,11 +303,16 @@ def test_backends_are_read_and_rules_pick_one() -> None:
         "key",
         "two-auth-blocks",
         "google-and-sigv4",
+        "oauth2-secret",
+        "oauth2-url",
         "sigv4-and-azure",
         "azure-cloud",
         "azure-audience",
-        "oauth2-secret",
-        "oauth2-url",
+        "tenant-default",
+        "tenant-source",
+        "tenant-from",
+        "tenant-id",
+        "tenant-and-header",
         "sigv4-region",
         "sigv4-key",
         "sigv4-role",
