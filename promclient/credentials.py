@@ -16,17 +16,16 @@ is the loop side, where every hot-path query goes.
 from __future__ import annotations
 
 import base64
-import os
 import ssl
-import time
 
 import structlog
 
 from shared.rereadfile import RereadFile
+from shared.tlsfiles import CHECK_SECONDS, TLSFiles
 
 from .promsettings import PrometheusSettings
 
-TLS_CHECK_SECONDS = 1.0
+TLS_CHECK_SECONDS = CHECK_SECONDS
 log = structlog.get_logger("promhpa.prometheus")
 
 
@@ -44,63 +43,13 @@ def ssl_context(s: PrometheusSettings) -> ssl.SSLContext | bool:
     return ctx
 
 
-def _identity(path: str) -> tuple[int, int, int] | None:
-    """What changes when a file is rewritten or its Secret's symlink swapped to a new one."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_mtime_ns, st.st_size
-
-
-class RotatingTLS:
-    """One backend's TLS context, made again when its CA, certificate or key file changes.
-
-    ``generation`` counts the contexts made: a client holding connections made under an
-    older one closes them (a kept-alive connection would otherwise go on presenting the old
-    certificate until it closed). A change that does not load -- the certificate rewritten
-    before its key, a file half-written -- keeps the last good context and is tried again at
-    the next look."""
+class RotatingTLS(TLSFiles):
+    """One backend's TLS context, made again when its CA, certificate or key file changes
+    (``shared.tlsfiles``)."""
 
     def __init__(self, s: PrometheusSettings, every: float = TLS_CHECK_SECONDS) -> None:
-        self._settings, self._every = s, every
-        self._files = (
-            [] if s.insecure_skip_verify else [f for f in (s.ca_file, s.client_cert, s.client_key) if f]
-        )
-        self._seen = [_identity(f) for f in self._files]
-        self._context = ssl_context(s)  # a file that does not load at start is the caller's error
-        self._looked = time.monotonic()
-        self.generation = 0
-        self.error: str | None = None  # the last change that did not load, until one does
-
-    def context(self) -> ssl.SSLContext | bool:
-        self.check()
-        return self._context
-
-    def check(self, now: bool = False) -> bool:
-        """Look at the files (at most every ``every`` seconds unless ``now``); True when a new
-        context was made."""
-        if not self._files:
-            return False
-        at = time.monotonic()
-        if not now and at - self._looked < self._every:
-            return False
-        self._looked = at
-        seen = [_identity(f) for f in self._files]
-        if seen == self._seen:
-            return False
-        try:
-            ctx = ssl_context(self._settings)
-        except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
-            if self.error is None:
-                log.warning("TLS files changed but do not load; keeping the last ones",
-                            backend=self._settings.who, files=self._files, error=str(e))  # fmt: skip
-            self.error = f"{self._settings.who}: TLS files do not load ({e})"
-            return False
-        self._seen, self._context, self.error = seen, ctx, None
-        self.generation += 1
-        log.info("TLS files reloaded", backend=self._settings.who, generation=self.generation)
-        return True
+        files = [] if s.insecure_skip_verify else [f for f in (s.ca_file, s.client_cert, s.client_key) if f]
+        super().__init__(files, lambda: ssl_context(s), s.who, every)
 
 
 class Credentials:

@@ -5,7 +5,8 @@ request for a metric an upstream's patterns route (``upstream_config``) to that 
 
 - the caller has already been authenticated and authorized by promhpa, exactly as for its
   own metrics; the upstream is called with promhpa's own identity (its ServiceAccount token,
-  re-read every 10 s so a rotated one is used, or a client certificate);
+  re-read every 10 s so a rotated one is used, or a client certificate, which rotates with its
+  key and the CA bundle: looked at every second, ``shared.tlsfiles``);
 - the same path and query go upstream, and the upstream's answer comes back as it was --
   status code and body, a ``Status`` included -- within the upstream's ``timeout``;
 - an upstream that does not answer fails only its own metrics: ``503 ServiceUnavailable``
@@ -32,6 +33,7 @@ from adapter.serving.wire import CUSTOM, EXTERNAL, status
 from rules.upstream_config import IN_CLUSTER_TOKEN, Upstream, routed
 from shared.httpclient import Connections, Origin
 from shared.rereadfile import RereadFile
+from shared.tlsfiles import TLSFiles
 
 log = structlog.get_logger("adapter.forwarding.upstreams")
 _LISTS = ((CUSTOM, "v1beta1"), (CUSTOM, "v1beta2"), (EXTERNAL, "v1beta1"))
@@ -48,6 +50,8 @@ class UpstreamClient:
         self._connections: Connections | None = None
         self._origin: Origin | None = None
         self._token: RereadFile | None = None
+        self._tls: TLSFiles | None = None
+        self._generation = 0
 
     def _ssl(self) -> ssl.SSLContext | bool:
         if not self.spec.url.startswith("https:"):
@@ -73,9 +77,18 @@ class UpstreamClient:
         """The upstream's status and body (redirects are answers, not followed); OSError or
         TimeoutError when it does not answer within its ``timeout``."""
         if self._connections is None:
+            s = self.spec
+            files = [f for f in (s.ca_file, s.client_cert, s.client_key) if f]
+            self._tls = TLSFiles(files, self._ssl, f"upstream {s.name!r} at {s.url}")
             self._connections = Connections(max_per_origin=MAX_CONNECTIONS)
-            self._origin = Origin.of(self.spec.url, self._ssl())
+            self._origin = Origin.of(s.url, self._tls.context())
         assert self._origin is not None
+        assert self._tls is not None
+        tls = self._tls.context()
+        if self._tls.generation != self._generation:  # rotated: new connections present the new files
+            self._generation = self._tls.generation
+            self._connections.retire(self._origin)
+            self._origin = Origin.of(self.spec.url, tls)
         return await self._connections.request(
             self._origin, "GET", path_qs, self._headers(), timeout=self.spec.timeout
         )
