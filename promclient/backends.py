@@ -89,7 +89,8 @@ class Backends:
 
     def attention(self, now: float) -> list[str]:
         """A line per backend that is serving but needs a look: holding its queries because it
-        asked us to wait, or signing with credentials it could not refresh."""
+        asked us to wait, signing with credentials it could not refresh, or rotated TLS files
+        that do not load."""
         lines = []
         for name, client in [("", self.default), *self._clients.items()]:
             throttle = getattr(client, "throttle", None)  # test doubles have none
@@ -101,6 +102,9 @@ class Backends:
             signer = getattr(client, "signer", None)
             if signer is not None and signer.error:
                 lines.append(f"[!]backend {label(name)} {signer.error}")
+            tls_error = getattr(client, "tls_error", None)
+            if tls_error:
+                lines.append(f"[!]backend {label(name)} {tls_error}; the last good ones are in use")
         return lines
 
     def close(self) -> None:

@@ -217,6 +217,11 @@ class Prometheus:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
+    @property
+    def tls_error(self) -> str | None:
+        """Rotated TLS files that do not load (the last good ones are in use), until they do."""
+        return self._tls.error
+
     def attach(self, connections: Connections | None) -> None:
         """Serve instant queries and series over ``connections`` (the serving loop's), or stop."""
         self._http = connections

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -230,4 +231,9 @@ def test_a_broken_rotation_keeps_the_last_good_files(
     assert reader.failures == [], reader.report
     log = adapter.log.read_text()
     assert "TLS files changed but do not load; keeping the last ones" in log
+    with urllib.request.urlopen(f"http://127.0.0.1:{adapter.health_port}/readyz", timeout=5) as r:
+        ready = r.read().decode()
+    assert r.status == 200  # the last good files serve
+    assert "[!]backend default Prometheus at" in ready, ready
+    assert "TLS files do not load" in ready, ready
     assert server.url in log
