@@ -59,6 +59,11 @@ PRUNED = {
     "certifi/tests": "a package's own tests",
     "regex/tests": "a package's own tests",
 }
+# botocore's service models (28 MB, 449 services): the image keeps the ones the AWS credential
+# chain creates clients for -- STS (IRSA's AssumeRoleWithWebIdentity, roleARN's AssumeRole),
+# SSO and SSO-OIDC (SSO profiles), Sign-In (`aws login` profiles) -- and the shared files
+# (endpoints, partitions, retries, defaults). SigV4 signing itself reads no model.
+BOTOCORE_SERVICES = {"sts", "sso", "sso-oidc", "signin"}
 SOURCES = (".pyi", ".pyx", ".pxd", ".c", ".h", ".cpp")  # type stubs and C sources beside built modules
 # kept as bytecode only: generated API code (thousands of modules imported at start) whose
 # lines no traceback of ours needs; every other module keeps its source beside its bytecode
@@ -148,6 +153,10 @@ def install_wheels(whl: Path, site: Path, arch: str, extras: tuple[str, ...] = (
     shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts with this host's Python in them
     for pruned in PRUNED:
         shutil.rmtree(site / pruned)
+    models = site / "botocore" / "data"
+    for service in models.iterdir() if models.is_dir() else ():
+        if service.is_dir() and service.name not in BOTOCORE_SERVICES:
+            shutil.rmtree(service)
     for path in site.rglob("*"):
         if path.suffix in SOURCES and path.is_file():
             path.unlink()

@@ -151,6 +151,26 @@ def test_the_image_runs_as_its_user_on_a_read_only_root_with_what_it_imports(bun
     assert refused == "Read-only file system"
 
 
+def test_the_cloud_credential_libraries_load_what_their_chains_use(bundle: Path) -> None:
+    """The clouds' credential paths as a pod uses them, offline: botocore's clients for the
+    AWS credential chain (the image keeps only their service models), google-auth's
+    metadata and key-file credentials, azure-identity's Workload Identity and managed identity
+    credentials."""
+    probe = (
+        "import botocore.session, google.auth.compute_engine, google.oauth2.service_account, azure.identity\n"
+        "s = botocore.session.get_session()\n"
+        "k = {'aws_access_key_id': 'k', 'aws_secret_access_key': 's'}\n"
+        "for name in ('sts', 'sso', 'sso-oidc', 'signin'):\n"
+        "    s.create_client(name, region_name='us-west-2', **k)\n"
+        "azure.identity.ManagedIdentityCredential()\n"
+        "azure.identity.WorkloadIdentityCredential(tenant_id='t', client_id='c', token_file_path='/tmp/t')\n"
+        "print(sorted(s.get_available_services()))"
+    )
+    out = run_in_image(bundle, "python3.11", "-c", probe)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['signin', 'sso', 'sso-oidc', 'sts']"
+
+
 def test_the_image_holds_no_shell_or_package_manager(bundle: Path) -> None:
     root = bundle / "rootfs"
     present = [p for p in ("bin/sh", "bin/bash", "usr/bin/dpkg", "usr/bin/apt", "usr/bin/gcc", "usr/bin/pip")
