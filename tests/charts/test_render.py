@@ -268,6 +268,25 @@ def test_azure_managed_identity_values_name_the_identity_and_leave_the_label_off
     assert "azure.workload.identity/use" not in _adapter_pod(*flags)["metadata"]["labels"]
 
 
+def _controller_resources(*flags: str) -> dict[str, Any]:
+    docs = render(URL, *flags)
+    controller = next(d for d in of_kind(docs, "Deployment") if d["metadata"]["name"].endswith("controller"))
+    return dict(controller["spec"]["template"]["spec"]["containers"][0]["resources"])
+
+
+def test_the_controllers_memory_is_sized_by_the_hpas_it_manages() -> None:
+    """Above the benchmark's 513 MiB peak at 10,000 HPAs (docs/benchmarks.md), which the old
+    fixed 512Mi limit was not."""
+    assert _controller_resources() == {
+        "requests": {"cpu": "100m", "memory": "168Mi"},
+        "limits": {"memory": "512Mi"},
+    }
+    big = _controller_resources("--set=controller.expectedHPAs=10000")
+    assert big == {"requests": {"cpu": "100m", "memory": "528Mi"}, "limits": {"memory": "1056Mi"}}
+    given = {"requests": {"memory": "1Gi"}}
+    assert _controller_resources("--set=controller.resources.requests.memory=1Gi") == given
+
+
 def test_team_tenants_value_names_the_tenants_metricrules_may_read() -> None:
     assert "--team-rule-tenants=platform,shared" in adapter_args("--set=rules.team.tenants={platform,shared}")
     assert not any(a.startswith("--team-rule-tenants") for a in adapter_args())
