@@ -42,11 +42,14 @@ def test_demo_scales_real_pods_up_and_back_down(
 ) -> None:
     run, _ = demo
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-3000:]
+    events = run.stdout.split("Events:", 1)[-1].split("5. kubectl promhpa why", 1)[0]
     for hpa in ("shop", "worker"):
-        assert re.search(rf"{hpa}\s+SuccessfulRescale: New size: 3; reason: .* above target", run.stdout)
-        assert re.search(
-            rf"{hpa}\s+SuccessfulRescale: New size: 1; reason: All metrics below target", run.stdout
-        )
+        # up to 3 or past it: under load on two cores a rate read can overshoot 30 req/s and
+        # ask for 4 before settling at the 3 the demo waits for (its own check)
+        up = rf"{hpa}\s+SuccessfulRescale: New size: [3-9]; reason: .* above target"
+        down = rf"{hpa}\s+SuccessfulRescale: New size: 1; reason: All metrics below target"
+        assert re.search(up, events), events
+        assert re.search(down, events), events
     assert "Both HPAs scaled real pods up with the load and back down after it" in run.stdout
 
 
