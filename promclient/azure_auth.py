@@ -78,7 +78,6 @@ class AzureToken(CloudCredentials):
         return self._az.ManagedIdentityCredential(client_id=client_id)
 
     def fetch_blocking(self) -> tuple[Any, float | None]:
-        self.source = self._source()
         credential = self._make()
         try:
             token = credential.get_token(self.config.scope)

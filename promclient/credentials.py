@@ -18,15 +18,10 @@ from __future__ import annotations
 import base64
 import ssl
 
-import structlog
-
 from shared.rereadfile import RereadFile
 from shared.tlsfiles import CHECK_SECONDS, TLSFiles
 
 from .promsettings import PrometheusSettings
-
-TLS_CHECK_SECONDS = CHECK_SECONDS
-log = structlog.get_logger("promhpa.prometheus")
 
 
 def ssl_context(s: PrometheusSettings) -> ssl.SSLContext | bool:
@@ -47,7 +42,7 @@ class RotatingTLS(TLSFiles):
     """One backend's TLS context, made again when its CA, certificate or key file changes
     (``shared.tlsfiles``)."""
 
-    def __init__(self, s: PrometheusSettings, every: float = TLS_CHECK_SECONDS) -> None:
+    def __init__(self, s: PrometheusSettings, every: float = CHECK_SECONDS) -> None:
         files = [] if s.insecure_skip_verify else [f for f in (s.ca_file, s.client_cert, s.client_key) if f]
         super().__init__(files, lambda: ssl_context(s), s.who, every)
 
