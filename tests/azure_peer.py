@@ -19,7 +19,6 @@ import ssl
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,9 @@ from localcluster.pki import issue
 from localcluster.pki import make_ca
 from tests.gateway import Gateway
 from tests.gateway import LoopbackServer
+from tests.gateway import QuietHandler
 from tests.gateway import Refusal
+from tests.gateway import token_refused
 
 TENANT = "72f988bf-0000-4000-8000-2d7cd011db47"
 CLIENT_ID = "5e6b2c39-0000-4000-8000-a1b2c3d4e5f6"
@@ -113,21 +114,13 @@ class Entra(LoopbackServer):
         entra = self
         ctx, self.ca_file = _tls_context(d)
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 form = urllib.parse.parse_qs(
                     self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
                 )
                 status, body = entra._token(self.path, {k: v[0] for k, v in form.items()})
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
+                self.answer(status, json.dumps(body).encode(), "application/json; charset=utf-8")
 
         super().__init__(Handler, tls=ctx)
         self.host = f"https://127.0.0.1:{self.port}"
@@ -193,20 +186,12 @@ class Imds(LoopbackServer):
         self.without_metadata = 0
         imds = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 url = urllib.parse.urlsplit(self.path)
                 query = {k: v[0] for k, v in urllib.parse.parse_qs(url.query).items()}
                 status, body = imds._token(url.path, query, self.headers.get("Metadata"))
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
+                self.answer(status, json.dumps(body).encode(), "application/json; charset=utf-8")
 
         self.assigned, self.system = assigned, system
         super().__init__(Handler)
@@ -246,12 +231,9 @@ class TokenCheckingProxy(Gateway):
 
     def __init__(self, upstream: str, tokens: Tokens) -> None:
         def check(method: str, path: str, headers: dict[str, str], body: bytes) -> Refusal | None:
-            token = headers.get("Authorization", "").removeprefix("Bearer ")
-            with tokens.lock:
-                expiry = tokens.expiry.get(token)
-            if expiry is not None and expiry > time.time():
+            why = token_refused(tokens.lock, tokens.expiry, headers)
+            if why is None:
                 return None
-            why = "unknown or revoked token" if expiry is None else "expired token"
             error = {
                 "error": {
                     "code": "InvalidAuthenticationToken",

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import ssl
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -17,6 +19,35 @@ from typing import Any
 Refusal = tuple[int, bytes, str]  # the status and body to answer with, and why (``refused``)
 # (method, path, headers, body) -> None to forward the request, or its refusal
 Check = Callable[[str, str, dict[str, str], bytes], Refusal | None]
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A test peer's request handler: answers with a body and no access log."""
+
+    def answer(
+        self, code: int, data: bytes, content_type: str = "application/json", headers: Mapping[str, str] = {}
+    ) -> None:
+        self.send_response(code)
+        for name, value in {**headers, "Content-Type": content_type}.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def token_refused(
+    lock: threading.Lock, expiry: Mapping[str, float], headers: Mapping[str, str]
+) -> str | None:
+    """Why the request's bearer token is not one of ``expiry``'s current ones, or None if it is."""
+    token = headers.get("Authorization", "").removeprefix("Bearer ")
+    with lock:
+        until = expiry.get(token)
+    if until is not None and until > time.time():
+        return None
+    return "unknown or revoked token" if until is None else "expired token"
 
 
 class LoopbackServer:
@@ -44,14 +75,14 @@ class Gateway(LoopbackServer):
         lock = threading.Lock()
         gate = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def _handle(self, body: bytes) -> None:
                 refusal = check(self.command, self.path, dict(self.headers), body)
                 if refusal is not None:
                     status, data, reason = refusal
                     with lock:
                         gate.refused.append(reason)
-                    self._answer(status, data)
+                    self.answer(status, data)
                     return
                 with lock:
                     gate.accepted += 1
@@ -60,25 +91,15 @@ class Gateway(LoopbackServer):
                     req.add_header("Content-Type", self.headers.get("Content-Type", ""))
                 try:
                     with urllib.request.urlopen(req, timeout=10) as r:
-                        self._answer(r.status, r.read())
+                        self.answer(r.status, r.read())
                 except urllib.error.HTTPError as e:
                     with e:
-                        self._answer(e.code, e.read())
-
-            def _answer(self, code: int, data: bytes) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                        self.answer(e.code, e.read())
 
             def do_GET(self) -> None:
                 self._handle(b"")
 
             def do_POST(self) -> None:
                 self._handle(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-
-            def log_message(self, *args: Any) -> None:
-                pass
 
         super().__init__(Handler)

@@ -14,9 +14,7 @@ import secrets
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -24,7 +22,9 @@ from google.auth import jwt
 
 from tests.gateway import Gateway
 from tests.gateway import LoopbackServer
+from tests.gateway import QuietHandler
 from tests.gateway import Refusal
+from tests.gateway import token_refused
 
 _ACCOUNT = "promhpa-adapter@my-project.iam.gserviceaccount.com"
 _SA = "/computeMetadata/v1/instance/service-accounts/default"
@@ -43,7 +43,7 @@ class MetadataServer(LoopbackServer):
         self.lock = threading.Lock()
         md = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 """Google's OAuth2 token endpoint for a service account key: the JWT-bearer
                 grant, its assertion verified with the key's public half by google-auth."""
@@ -101,15 +101,7 @@ class MetadataServer(LoopbackServer):
                     self._answer(404, "text/html", b"not found")
 
             def _answer(self, code: int, ctype: str, data: bytes) -> None:
-                self.send_response(code)
-                self.send_header("Metadata-Flavor", "Google")
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
+                self.answer(code, data, ctype, {"Metadata-Flavor": "Google"})
 
         super().__init__(Handler)
 
@@ -152,12 +144,9 @@ class TokenCheckingProxy(Gateway):
 
     def __init__(self, upstream: str, metadata: MetadataServer) -> None:
         def check(method: str, path: str, headers: dict[str, str], body: bytes) -> Refusal | None:
-            token = headers.get("Authorization", "").removeprefix("Bearer ")
-            with metadata.lock:
-                expiry = metadata.tokens.get(token)
-            if expiry is not None and expiry > time.time():
+            why = token_refused(metadata.lock, metadata.tokens, headers)
+            if why is None:
                 return None
-            why = "unknown or revoked token" if expiry is None else "expired token"
             message = f"Request had invalid authentication credentials ({why})."
             error = {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": message}}
             return 401, json.dumps(error).encode(), why

@@ -17,7 +17,6 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
-from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from localcluster.promhpa import stop_process
 from localcluster.tools import insecure_tls
 from localcluster.tools import wait_http
 from localcluster.tools import wait_until
+from tests.gateway import QuietHandler
 
 __all__ = [
     "ROOT",
@@ -289,7 +289,7 @@ class Recorder:
     def start(self) -> str:
         rec = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def _forward(self, body: bytes | None) -> None:
                 with rec.lock:
                     rec.methods.append(self.command)
@@ -331,20 +331,13 @@ class Recorder:
                 if self.path.startswith("/api/v1/query"):
                     with rec.lock:
                         rec.queries.append((params.get("query", [""])[0], code))
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.answer(code, data)
 
             def do_GET(self) -> None:
                 self._forward(None)
 
             def do_POST(self) -> None:
                 self._forward(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-
-            def log_message(self, *args: Any) -> None:
-                pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -411,6 +404,16 @@ def failed_read(adapter: AdapterProcess, path: str, expect: bytes = b"") -> str 
     except (urllib.error.URLError, OSError) as e:
         body = e.read()[:300] if isinstance(e, urllib.error.HTTPError) else b""
         return f"{e} {body!r}"
+
+
+def answer(adapter: AdapterProcess, path: str) -> tuple[int, str]:
+    """The adapter's status and body for a GET of ``path``, errors included."""
+    try:
+        with urllib.request.urlopen(adapter.url + path, context=adapter.ctx, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code, e.read().decode()
 
 
 def read_for(read: Callable[[], str | None], seconds: float) -> Reader:

@@ -11,7 +11,6 @@ import json
 import ssl
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 from adapter.forwarding.upstreams import UpstreamClient
 from rules.upstream_config import Upstream
 from tests.gateway import LoopbackServer
+from tests.gateway import QuietHandler
 from tests.rotation import Pki
 from tests.rotation import Secret
 
@@ -34,22 +34,14 @@ class MetricsServer(LoopbackServer):
         self.presented: list[str] = []
         lock, server = threading.Lock(), self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 cert: Any = self.connection.getpeercert()  # type: ignore[attr-defined]
                 cn = dict(x[0] for x in cert["subject"])["commonName"]
                 with lock:
                     server.presented.append(cn)
                 found = self.path == "/apis/external.metrics.k8s.io/v1beta1"
-                data = json.dumps(LIST).encode() if found else b"{}"
-                self.send_response(200 if found else 404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
+                self.answer(200 if found else 404, json.dumps(LIST).encode() if found else b"{}")
 
         super().__init__(Handler, tls=ctx)
 

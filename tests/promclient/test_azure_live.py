@@ -7,8 +7,6 @@ token they issued."""
 from __future__ import annotations
 
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from tests.support import AdapterProcess
 from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import adapter_says
+from tests.support import answer
 from tests.support import failed_read
 from tests.support import read_for
 from tests.support import start_adapter
@@ -83,12 +82,7 @@ def _adapter(tmp_path: Path, url: str, *flags: str) -> AdapterProcess:
 
 
 def _read(adapter: AdapterProcess) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(adapter.url + PATH, context=adapter.ctx, timeout=10) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        with e:
-            return e.code, e.read().decode()
+    return answer(adapter, PATH)
 
 
 def _serves(adapter: AdapterProcess) -> tuple[int, str]:

@@ -6,8 +6,6 @@ proxy in front of a real Prometheus accepts only a current token that server iss
 from __future__ import annotations
 
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from tests.support import AdapterProcess
 from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import adapter_says
+from tests.support import answer
 from tests.support import failed_read
 from tests.support import read_for
 from tests.support import start_adapter
@@ -63,12 +62,7 @@ def _adapter(tmp_path: Path, url: str) -> AdapterProcess:
 
 
 def _read(adapter: AdapterProcess) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(adapter.url + PATH, context=adapter.ctx, timeout=10) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        with e:
-            return e.code, e.read().decode()
+    return answer(adapter, PATH)
 
 
 def test_a_workload_identity_token_authorizes_the_adapters_queries(

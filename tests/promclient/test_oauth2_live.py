@@ -5,8 +5,6 @@ Prometheus lets a request through only if Hydra's introspection calls its token 
 from __future__ import annotations
 
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from tests.support import AdapterProcess
 from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import adapter_says
+from tests.support import answer
 from tests.support import failed_read
 from tests.support import hydra_binary
 from tests.support import read_for
@@ -65,12 +64,7 @@ def _adapter(tmp_path: Path, hydra: Hydra, url: str, secret: str) -> AdapterProc
 
 
 def _read(adapter: AdapterProcess) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(adapter.url + PATH, context=adapter.ctx, timeout=10) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        with e:
-            return e.code, e.read().decode()
+    return answer(adapter, PATH)
 
 
 def test_a_client_credentials_token_from_hydra_authorizes_the_queries(
