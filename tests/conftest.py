@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.mimir_peer import Mimir
 from tests.support import Exporter
 from tests.support import PrometheusProcess
+from tests.support import mimir_binary
 from tests.support import missing
 from tests.support import prometheus_binary
 
@@ -21,7 +23,7 @@ EXTRA_CONFORMANCE = Path(os.environ.get("PROMHPA_CONFORMANCE", ROOT.parent / "sh
 
 
 # what a test needs, read from the fixtures it uses: `make unit` runs only what needs none
-NEEDS_TOOLS = {"prometheus", "exporter", "own_prometheus"}  # binaries from `make cluster-tools`
+NEEDS_TOOLS = {"prometheus", "exporter", "own_prometheus", "mimir"}  # binaries from `make cluster-tools`
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -53,6 +55,16 @@ def exporter() -> Iterator[Exporter]:
     e = Exporter()
     yield e
     e.close()
+
+
+@pytest.fixture(scope="module")
+def mimir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mimir]:
+    """A multi-tenant Grafana Mimir (``tests.mimir_peer``), for the tenants tests."""
+    m = Mimir(mimir_binary(), tmp_path_factory.mktemp("mimir")).start()
+    try:
+        yield m
+    finally:
+        m.stop()
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ from tests.live import Live
 from tests.mimir_peer import Mimir
 from tests.support import AdapterProcess
 from tests.support import install_metric_rule_crds
-from tests.support import mimir_binary
 from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
@@ -42,15 +41,6 @@ def condition(cluster: Cluster, name: str, ns: str, kind: str) -> dict[str, Any]
         return {}
     conditions = json.loads(out.stdout).get("status", {}).get("conditions", [])
     return next((c for c in conditions if c["type"] == kind), {})
-
-
-@pytest.fixture(scope="module")
-def mimir(live: Live) -> Iterator[Mimir]:
-    m = Mimir(mimir_binary(), live.folder("mimir")).start()
-    try:
-        yield m
-    finally:
-        m.stop()
 
 
 def _adapter(live: Live, mimir: Mimir, *flags: str) -> AdapterProcess:

@@ -5,14 +5,12 @@ namespace read the default tenant."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from localcluster.promhpa import AdapterProcess
 from tests.mimir_peer import Mimir
-from tests.support import mimir_binary
 from tests.support import start_adapter
 from tests.support import stop_adapter
 from tests.support import wait_until
@@ -20,15 +18,6 @@ from tests.support import wait_until
 METRIC = "tenant_queue_depth"
 SERIES = {"__name__": METRIC, "queue": "orders"}  # the same labels in every tenant
 VALUES = {"tenant-a": 11.0, "tenant-b": 22.0, "platform": 99.0}
-
-
-@pytest.fixture(scope="module")
-def mimir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mimir]:
-    m = Mimir(mimir_binary(), tmp_path_factory.mktemp("mimir")).start()
-    try:
-        yield m
-    finally:
-        m.stop()
 
 
 @pytest.fixture

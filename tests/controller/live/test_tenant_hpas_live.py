@@ -16,21 +16,11 @@ from tests.live import hpa
 from tests.live import scale_replicas
 from tests.mimir_peer import Mimir
 from tests.support import external_metric_app
-from tests.support import mimir_binary
 from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
 METRIC = "team_backlog"
 TEAMS = {"tenancy-a": ("tenant-a", 15.0), "tenancy-b": ("tenant-b", 22.0)}  # namespace: (tenant, value)
-
-
-@pytest.fixture(scope="module")
-def mimir(live: Live) -> Iterator[Mimir]:
-    m = Mimir(mimir_binary(), live.folder("mimir")).start()
-    try:
-        yield m
-    finally:
-        m.stop()
 
 
 def _objects() -> list[dict[str, Any]]:
