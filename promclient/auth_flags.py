@@ -6,12 +6,12 @@ the adapter reaches every tool that queries Prometheus."""
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 from typing import Any
 
 from rules.backend_config import (
     AZURE_CLOUDS,
+    HEADER_NAME,
     MONITORING_READ,
     AzureConfig,
     GoogleConfig,
@@ -20,15 +20,13 @@ from rules.backend_config import (
 )
 from shared.cliflags import deprecated_alias
 
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-
 
 def _header(text: str) -> tuple[str, str]:
     """'Name: value', or prometheus-adapter's 'Name=value': whichever separator comes first
     after a valid header name."""
     for sep in sorted((s for s in ":=" if s in text), key=text.index):
         name, _, value = text.partition(sep)
-        if _TOKEN.match(name.strip()):
+        if HEADER_NAME.match(name.strip()):
             return name.strip(), value.strip()
     raise argparse.ArgumentTypeError(f"{text!r} is not a header; use 'Name: value' (or 'Name=value')")
 

@@ -34,7 +34,7 @@ _AUTH = {
     "azure": "Microsoft Entra ID tokens",
 }  # fmt: skip
 MONITORING_READ = "https://www.googleapis.com/auth/monitoring.read"
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # RFC 9110's token
 # Mimir's and Cortex's tenant IDs: up to 150 of these characters; '|' joins several (federation)
 _TENANT = re.compile(r"^[A-Za-z0-9!_.*'()|-]{1,150}$")
 
@@ -238,8 +238,8 @@ def parse_google(c: Checker, node: yaml.Node, path: str) -> GoogleConfig:
     return GoogleConfig(scopes=scopes)
 
 
-def parse_tenant_header(c: Checker, backend: dict[str, yaml.Node], path: str) -> TenantHeader:
-    node, path = backend["tenantHeader"], f"{path}.tenantHeader"
+def parse_tenant_header(c: Checker, backend: dict[str, yaml.Node], backend_path: str) -> TenantHeader:
+    node, path = backend["tenantHeader"], f"{backend_path}.tenantHeader"
     m = c.mapping(node, path, _TENANT_KEYS)
     if "default" not in m:
         raise c.fail(
@@ -256,13 +256,13 @@ def parse_tenant_header(c: Checker, backend: dict[str, yaml.Node], path: str) ->
     if "from" in m and c.string(m["from"], f"{path}.from") != "namespace":
         raise c.fail(m["from"], f"{path}.from", "must be 'namespace' (or give 'namespaces', a map)")
     name = c.string(m["name"], f"{path}.name") if "name" in m else "X-Scope-OrgID"
-    if not _HEADER_NAME.match(name):
+    if not HEADER_NAME.match(name):
         raise c.fail(m["name"], f"{path}.name", f"{name!r} is not an HTTP header name")
     if "headers" in backend and isinstance(backend["headers"], yaml.MappingNode):
         for k, _ in backend["headers"].value:
             if str(k.value).lower() == name.lower():
                 raise c.fail(
-                    k, f"{path[: -len('.tenantHeader')]}.headers.{k.value}",
+                    k, f"{backend_path}.headers.{k.value}",
                     "is set by tenantHeader too; remove it from 'headers' (tenantHeader's "
                     "'default' is the tenant of requests without a namespace)",
                 )  # fmt: skip
