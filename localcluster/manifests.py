@@ -185,3 +185,30 @@ def service_account_kubeconfig(cluster: Cluster, namespace: str, name: str, path
     )
     path.chmod(0o600)
     return path
+
+
+def custom_resource_definition(group: str, kind: str, plural: str, scale: bool = True) -> dict[str, Any]:
+    """A namespaced CRD serving v1 with any fields; with ``scale``, status and scale
+    subresources at ``.spec.replicas``, ``.status.replicas`` and ``.status.selector``."""
+    version: dict[str, Any] = {
+        "name": "v1",
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+    }
+    if scale:
+        version["subresources"] = {
+            "status": {},
+            "scale": {
+                "specReplicasPath": ".spec.replicas",
+                "statusReplicasPath": ".status.replicas",
+                "labelSelectorPath": ".status.selector",
+            },
+        }
+    names = {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {"group": group, "names": names, "scope": "Namespaced", "versions": [version]},
+    }

@@ -321,10 +321,16 @@ def _fast_parse(text: str) -> list[Requirement] | None:
         pos += 1
 
 
+def parse_requirements(text: str) -> list[Requirement]:
+    """labels.ParseToRequirements: the requirements in the order written (``parse`` sorts
+    them), with apimachinery's grammar and its error messages."""
+    return (_fast_parse(text) if text else None) or _Parser(text).parse()
+
+
 def parse(text: str) -> Selector:
     """labels.Parse: the string form of a selector (the empty string selects everything),
     with apimachinery's grammar and its error messages."""
-    reqs = (_fast_parse(text) if text else None) or _Parser(text).parse()
+    reqs = parse_requirements(text)
     # apimachinery keeps requirements sorted by key; consumers (PromQL) see that order
     return Selector(tuple(sorted(reqs, key=lambda r: r.key)))
 

@@ -102,6 +102,16 @@ def add_parser(sub: Any) -> None:
         "write (default 5m; 0 turns the guard off; a dry run never writes anyway)",
     )
     r.add_argument(
+        "--scale-reads",
+        choices=("watch", "get"),
+        default="watch",
+        help="where each reconcile reads its target's replicas and selector: `watch` (the default) "
+        "works the Scale out from a watch of the target's resource, as the API server does, and "
+        "GETs the scale subresource wherever the watch could answer otherwise (target not cached, "
+        "no list/watch or scale permission, a CRD without a scale subresource, right after a "
+        "write); `get` GETs it every sync, as kube-controller-manager does",
+    )
+    r.add_argument(
         "--why-history",
         type=non_negative,
         default=5,
@@ -200,6 +210,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cert_dns_names=args.cert_dns_name,
         second_writer_quiet=args.second_writer_quiet_period.total_seconds(),
         why_history=args.why_history,
+        scale_reads=args.scale_reads,
     )
     if opts.insecure_skip_auth and not ipaddress.ip_address(opts.bind_address).is_loopback:
         print("error: --insecure-skip-auth only binds to loopback", file=sys.stderr)

@@ -112,6 +112,17 @@ class ControllerMetrics:
             registry=r,
         )
 
+        self.scale_reads = Counter(
+            "promhpa_controller_scale_reads_total",
+            "Targets' scales read by reconciles: from the watch of the target (watch) or by a GET of "
+            "its scale subresource (get)",
+            ["source"],
+            registry=r,
+        )
+
+    def count_scale_read(self, source: str) -> None:
+        self.scale_reads.labels(source).inc()
+
     def observe_queue_wait(self, seconds: float) -> None:
         self.queue_duration.labels("horizontalpodautoscaler").observe(seconds)
         self.sync_lag.observe(seconds)

@@ -27,6 +27,8 @@ from shared.selectors import parse_cached as parse_selector
 from . import assemble
 from .hpa_selectors import SelectorRegistry
 from .metrics_fetch import fetch
+from .scale_objects import ScaleConversionError, as_scale_client_returns
+from .scale_reads import ScaleReads
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class Observer:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
     memo: ParseMemo | None = None  # the reconciler's: the flags and memory as it last wrote them
+    scales: ScaleReads | None = None  # None: GET every scale (``snapshot``, ``--scale-reads=get``)
 
     def __post_init__(self) -> None:
         # one document for the flags, the same object every reconcile (the memo parses it once)
@@ -60,10 +63,17 @@ class Observer:
             mapping = self.mapper.cached_mapping(api_version, kind)
             if mapping is None:
                 mapping = await asyncio.to_thread(self.mapper.mapping, api_version, kind)
-            path = mapping.scale_path(hpa["metadata"]["namespace"], ref.get("name", ""))
-            return await self.kube.get(path), None, path
+            namespace, name = hpa["metadata"]["namespace"], ref.get("name", "")
+            path = mapping.scale_path(namespace, name)
+            if self.scales is not None:
+                scale = await self.scales.read(mapping, namespace, name)
+            else:
+                scale = await self.kube.get(path)
+            return as_scale_client_returns(scale), None, path
         except KubeError as e:
             return None, e.message, None
+        except ScaleConversionError as e:
+            return None, str(e), None
 
     async def observe(self, namespace: str, name: str, history: History | None) -> Observation:
         """The live snapshot of one HPA, with the HPA object and scale path it came from."""

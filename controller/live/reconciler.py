@@ -33,6 +33,7 @@ from .hpa_records import HpaRecords
 from .hpa_selectors import SelectorRegistry
 from .monitor import ControllerMetrics, Key
 from .observe import Observer
+from .scale_reads import ScaleReads
 from .second_writer import Writers, after_our_scale_write, notice, settle
 from .shadow import Shadow
 from .why import Owner, WhyLog
@@ -59,6 +60,7 @@ class Reconciler:
     # the second-writer guard's quiet period (None: off, as in a dry run)
     second_writer_quiet: timedelta | None = None
     why: WhyLog = field(default_factory=WhyLog)
+    scales: ScaleReads | None = None  # where scales are read from (None: a GET each)
 
     def __post_init__(self) -> None:
         self._warned: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=300)
@@ -74,6 +76,7 @@ class Reconciler:
             self.clock,
             self.selectors,
             self._memo,
+            self.scales,
         )
 
     async def snapshot(self, namespace: str, name: str) -> tuple[dict[str, Any], dict[str, Any], str | None]:
@@ -160,7 +163,9 @@ class Reconciler:
         attempts = 5 if release.retries_scale_conflict else 1
         for attempt in range(attempts):
             try:
-                await self.kube.put(path, scale, AS_US)
+                answer = await self.kube.put(path, scale, AS_US)
+                if self.scales is not None:
+                    self.scales.wrote(path, answer)
                 return
             except Conflict:
                 if attempt == attempts - 1:

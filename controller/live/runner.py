@@ -48,6 +48,7 @@ from .endpoints import OPEN_PATHS, Readiness, endpoints_app
 from .leader import LeaderElector
 from .monitor import ControllerMetrics
 from .reconciler import Reconciler
+from .scale_reads import ScaleReads
 from .shadow import Shadow
 from .why import WhyLog
 from .workers import Workers
@@ -90,6 +91,7 @@ class Options:
     cert_dns_names: list[str] = field(default_factory=list)
     second_writer_quiet: float = 300.0  # 0: no second-writer guard
     why_history: int = 5  # distinct decisions kept per HPA for `why` (0: none)
+    scale_reads: str = "watch"  # or "get" (``scale_reads``)
 
 
 async def run(opts: Options) -> int:
@@ -114,6 +116,13 @@ async def run(opts: Options) -> int:
         informer_kube, None, opts.hpa_selector, watch_idle_timeout=opts.informer_watch_idle_timeout
     )
     metrics.watch_informers({"hpas": hpas, "pods": pods})
+    scales = ScaleReads(
+        kube,
+        informer_kube,
+        watch=opts.scale_reads == "watch",
+        watch_idle_timeout=opts.informer_watch_idle_timeout,
+        on_read=metrics.count_scale_read,
+    )
     reconciler = Reconciler(
         kube,
         RESTMapper(kube),
@@ -131,6 +140,7 @@ async def run(opts: Options) -> int:
             if opts.second_writer_quiet > 0 and not opts.dry_run
             else None
         ),
+        scales=scales,
     )
     workers = Workers(
         reconciler,
@@ -190,6 +200,7 @@ async def run(opts: Options) -> int:
                 await elector.release()
         hpas.stop()
         pods.stop()
+        scales.stop()
         await endpoints.cleanup()
         for client in (kube, informer_kube, lease_kube):
             await client.aclose()

@@ -1,8 +1,8 @@
 """Kinds to resources through API discovery (client-go's RESTMapper, for what we need).
 
-* ``mapping``: scaleTargetRef -> the resource whose ``scale`` subresource to use. Any kind
-  with a scale subresource works (Deployments, StatefulSets, ReplicaSets, custom
-  resources).
+* ``mapping``: scaleTargetRef -> the resource whose ``scale`` subresource to use, by group
+  and kind as kube-controller-manager maps it (Deployments, StatefulSets, ReplicaSets,
+  custom resources; a kind without a scale subresource fails at the scale GET, as there).
 * ``resource_for``: any kind -> its plural (an Object metric's described object), the
   well-known table first.
 * ``preferred_version``: which version of an API group the server prefers (the custom
@@ -37,43 +37,57 @@ class Mapping:
 class RESTMapper:
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
-        self._cache: dict[tuple[str, str, str], Mapping] = {}
+        self._cache: dict[tuple[str, str], Mapping] = {}  # (group, kind) -> mapping
         self._versions: dict[str, str] = {}
         self._lock = threading.Lock()
 
-    def _discover(self, group: str, version: str) -> None:
-        listing = self.kube.get_sync(GroupVersion(group, version).path)
-        names = {r["name"] for r in listing.get("resources", [])}
+    def _discover(self, group: str) -> None:
+        """Every kind the group serves, each at the first version serving it, the
+        preferred version first: the version a scale GET goes to (client-go's scale client
+        asks its RESTMapper for the group-resource's preferred version)."""
+        if group:
+            try:
+                listing = self.kube.get_sync(f"/apis/{group}")
+            except NotFound:
+                return
+            preferred = (listing.get("preferredVersion") or {}).get("version")
+            versions = [str(v["version"]) for v in listing.get("versions", [])]
+            versions.sort(key=lambda v: v != preferred)
+        else:
+            versions = [str(v) for v in self.kube.get_sync("/api").get("versions", ["v1"])]
+        found: dict[tuple[str, str], Mapping] = {}
+        for version in versions:
+            try:
+                resources = self.kube.get_sync(GroupVersion(group, version).path).get("resources", [])
+            except KubeError:  # an aggregated version whose server is down: as discovery skips it
+                continue
+            for r in resources:
+                if "/" not in r["name"]:
+                    found.setdefault((group, r["kind"]), Mapping(group, version, r["name"], r["namespaced"]))
         with self._lock:
-            for r in listing.get("resources", []):
-                if "/" not in r["name"] and f"{r['name']}/scale" in names:
-                    self._cache[(group, version, r["kind"])] = Mapping(
-                        group, version, r["name"], r["namespaced"]
-                    )
+            self._cache.update(found)
 
     def cached_mapping(self, api_version: str, kind: str) -> Mapping | None:
-        """The scalable resource already discovered, without I/O (None: ask ``mapping``)."""
+        """The resource already discovered, without I/O (None: ask ``mapping``)."""
         try:
             gv = GroupVersion.parse(api_version)
         except GroupVersionError:
             return None
         with self._lock:
-            return self._cache.get((gv.group, gv.version, kind))
+            return self._cache.get((gv.group, kind))
 
     def mapping(self, api_version: str, kind: str) -> Mapping:
-        """The scalable resource for apiVersion+kind; NotFound naming both if there is none."""
+        """The resource of a scaleTargetRef's kind, as kube-controller-manager maps it:
+        by group and kind in any served version (the reference's version is not used), and
+        whether it has a scale subresource is the scale GET's answer, not discovery's.
+        NotFound with client-go's NoKindMatchError text when the group serves no such kind."""
         gv = _group_version(api_version)
-        key = (gv.group, gv.version, kind)
+        key = (gv.group, kind)
         if key not in self._cache:
-            try:
-                self._discover(gv.group, gv.version)
-            except NotFound:
-                raise NotFound(
-                    404, f'no matches for kind "{kind}" in version "{gv}": the API server does not serve {gv}'
-                ) from None
+            self._discover(gv.group)  # again on every miss: a CRD installed since is found
         found = self._cache.get(key)
         if found is None:
-            raise NotFound(404, f'no matches for kind "{kind}" in version "{gv}" with a scale subresource')
+            raise NotFound(404, f'no matches for kind "{kind}" in group "{gv.group}"')
         return found
 
     def resource_for(self, api_version: str, kind: str) -> str:

@@ -448,6 +448,10 @@ REMOVALS = {
         "ClusterRole", ["*/scale"], Ask("get", "apps", "deployments", APP_NS, "scale"),
         condition_says("work", "AbleToScale", "False/FailedGetScale"),
     ),
+    "scale-watch": Removal(
+        "ClusterRole", ["deployments", "replicasets", "statefulsets"], Ask("watch", "apps", "deployments"),
+        log_says("scale reads", "GET", "not allowed to list deployments.v1.apps"),
+    ),
     "pods": Removal(
         "ClusterRole", ["pods"], Ask("list", "", "pods"),
         log_says("not allowed to list and watch", "/api/v1/pods", "forbidden"),

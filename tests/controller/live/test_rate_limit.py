@@ -2,7 +2,8 @@
 limit (60 HPAs every second), sends no more than it allows.
 
 As in kube-controller-manager the limit is per client, and the scale client's requests are
-the ones to count: every reconcile reads its target's scale. Counted by the kube-apiserver
+the ones to count: with ``--scale-reads=get`` (upstream's way) every reconcile GETs its
+target's scale. Counted by the kube-apiserver
 itself (``apiserver_request_total{subresource="scale"}``) while no other HPA controller
 runs (the cluster's kube-controller-manager has its own turned off) and nothing else reads
 scale subresources.
@@ -55,6 +56,7 @@ def test_requests_to_the_api_server_stay_within_kube_api_qps(cluster: Cluster, t
         cluster.kubeconfig,
         tmp_path / "controller.log",
         "--hpa-selector=ratelimit",
+        "--scale-reads=get",
         "--horizontal-pod-autoscaler-sync-period=1s",
         f"--kube-api-qps={QPS}",
         f"--kube-api-burst={BURST}",

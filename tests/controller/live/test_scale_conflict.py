@@ -39,7 +39,7 @@ def write(cluster: Cluster, path: str, scale: dict[str, Any], release: Release) 
         kube = Kube(load(str(cluster.kubeconfig))).on_loop()
         try:
             wanted = {**scale, "spec": {**scale["spec"], "replicas": 3}}
-            await Reconciler._write_scale(SimpleNamespace(kube=kube), path, wanted, 3, release)  # type: ignore[arg-type]
+            await Reconciler._write_scale(SimpleNamespace(kube=kube, scales=None), path, wanted, 3, release)  # type: ignore[arg-type]
         finally:
             await kube.aclose()
 

@@ -22,14 +22,24 @@ def test_scale_subresource_of_a_deployment(cluster: Cluster) -> None:
     assert m.scale_path("shop", "web") == "/apis/apps/v1/namespaces/shop/deployments/web/scale"
 
 
-def test_unknown_kind_names_the_kind_and_version(cluster: Cluster) -> None:
-    with pytest.raises(NotFound, match='no matches for kind "Gadget" in version "apps/v1"'):
+def test_unknown_kind_is_not_matched_in_its_group(cluster: Cluster) -> None:
+    with pytest.raises(NotFound, match=r'^no matches for kind "Gadget" in group "apps"$'):
         mapper(cluster).mapping("apps/v1", "Gadget")
 
 
-def test_unserved_group_version_is_not_found_with_its_name(cluster: Cluster) -> None:
-    with pytest.raises(NotFound, match=r"does not serve example\.com/v1"):
+def test_unserved_group_is_not_matched_with_its_name(cluster: Cluster) -> None:
+    with pytest.raises(NotFound, match=r'^no matches for kind "Gadget" in group "example\.com"$'):
         mapper(cluster).mapping("example.com/v1", "Gadget")
+
+
+def test_the_references_version_is_not_used_only_its_group(cluster: Cluster) -> None:
+    m = mapper(cluster).mapping("apps/v1beta9", "Deployment")
+    assert m.scale_path("shop", "web") == "/apis/apps/v1/namespaces/shop/deployments/web/scale"
+
+
+def test_a_kind_without_a_scale_subresource_is_mapped_for_the_scale_get_to_refuse(cluster: Cluster) -> None:
+    m = mapper(cluster).mapping("v1", "ConfigMap")
+    assert m.scale_path("shop", "settings") == "/api/v1/namespaces/shop/configmaps/settings/scale"
 
 
 def test_preferred_version_of_a_served_group(cluster: Cluster) -> None:
