@@ -9,10 +9,15 @@ each section is still the benchmark's own shape.
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+FIGURES = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.json"
 
 
 class SectionError(Exception):
@@ -54,3 +59,16 @@ def update_section(page: Path, name: str, command: str, lines: list[str]) -> Non
     start, stop = text.find(begin) + len(begin), text.find(end)
     page.write_text(text[:start] + "\n" + render(command, lines) + "\n" + text[stop:])
     print(f"wrote the table into {page}")
+
+
+def update_figures(
+    key: str, records: list[dict[str, Any]], replaces: Callable[[dict[str, Any]], bool], path: Path = FIGURES
+) -> list[dict[str, Any]]:
+    """docs/benchmarks.json's ``key`` list with ``records`` in place of those ``replaces``
+    picks (a rerun's), the rest kept; every record it now holds under ``key``."""
+    held: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    kept = [r for r in held.get(key, []) if not replaces(r)]
+    held[key] = [*kept, *records]
+    path.write_text(json.dumps(held, indent=1) + "\n")
+    print(f"wrote {len(records)} {key} figures into {path}")
+    return list(held[key])

@@ -13,13 +13,17 @@ docs/benchmarks.md with the machine, the versions and the command.
 from __future__ import annotations
 
 import argparse
+import ssl
 import sys
 import tempfile
 import time
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import localcluster
-from benchmarks.doc_tables import invocation, update_section
+from benchmarks.doc_tables import invocation, update_figures, update_section
 from localcluster.rig import Rig
 from localcluster.tools import ROOT
 
@@ -29,7 +33,21 @@ from .bench_controller import LIMITS
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
 
-def controller_part(a: argparse.Namespace, work: Path) -> list[str]:
+def other_runs(windows: list[dict[str, Any]], run: int) -> list[str]:
+    """A line per other run on record: each controller's p99 lag per size and setting."""
+    lines = []
+    for r in sorted({w["run"] for w in windows} - {run}):
+        shown = [
+            f"{w['hpas']} HPAs {w['setting']} {w['controller']} "
+            + ("over 10 s" if w.get("over_range") else f"{w['p99_lag_s']:g} s")
+            for w in windows
+            if w["run"] == r
+        ]
+        lines.append(f"- run {r}, p99 lag: " + "; ".join(shown))
+    return lines
+
+
+def controller_part(a: argparse.Namespace, work: Path) -> tuple[list[str], list[dict[str, Any]]]:
     # no kube-scheduler: every pod is bound to its fake node when created (nodeName), and at
     # 100,000 pods a scheduler only follows their status updates, on the measured cores
     cluster = localcluster.Cluster(work / "cluster", node_monitor_grace="3600s", scheduler=False)
@@ -42,7 +60,25 @@ def controller_part(a: argparse.Namespace, work: Path) -> list[str]:
             "adapter": adapter.proc.pid,
             "prometheus (metrics)": prometheus.proc.pid if prometheus.proc else 0,
         }
-        return scale_controller.run(cluster, rig.exporter, work, a, others)
+        return scale_controller.run(
+            cluster, rig.exporter, work, a, others, adapter_metrics(cluster, adapter.url)
+        )
+
+
+def adapter_metrics(cluster: localcluster.Cluster, url: str) -> Callable[[], str]:
+    """Reads the adapter's /metrics as the aggregator would reach it: the front-proxy client
+    certificate, asking as a cluster admin (the adapter authorizes it by SubjectAccessReview)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE  # its self-signed serving certificate
+    ctx.load_cert_chain(cluster.pki / "front-proxy-client.crt", cluster.pki / "front-proxy-client.key")
+    ask = {"X-Remote-User": "bench", "X-Remote-Group": "system:masters"}
+
+    def read() -> str:
+        request = urllib.request.Request(f"{url}/metrics", headers=ask)
+        with urllib.request.urlopen(request, timeout=10, context=ctx) as r:
+            return str(r.read().decode())
+
+    return read
 
 
 def adapter_part(a: argparse.Namespace, work: Path) -> tuple[list[str], list[str]]:
@@ -104,7 +140,12 @@ def main() -> int:
     ap.add_argument("--pods-star", type=int, default=10_000, help="pods behind one pods/* request")
     ap.add_argument("--requests", type=int, default=300, help="pods/* requests per adapter")
     ap.add_argument("--concurrency", type=int, default=8, help="pods/* requests in flight")
-    ap.add_argument("--update-docs", action="store_true", help="write the tables into docs/benchmarks.md")
+    ap.add_argument("--run", type=int, default=1, help="this run's number in docs/benchmarks.json (1, 2, 3)")
+    ap.add_argument(
+        "--update-docs",
+        action="store_true",
+        help="write the tables into docs/benchmarks.md and the figures into docs/benchmarks.json",
+    )
     a = ap.parse_args()
     a.limits = [k.strip() for k in a.limits.split(",") if k.strip()]
     if not a.limits or any(k not in LIMITS for k in a.limits):
@@ -113,10 +154,14 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="promhpa-bench-scale-"))
     began = time.monotonic()
     if "controller" in parts:
-        rows = [scale_controller.HEADER, scale_controller.ALIGN, *controller_part(a, work)]
+        table, windows = controller_part(a, work)
+        rows = [scale_controller.HEADER, scale_controller.ALIGN, *table]
         print("\n".join(rows), flush=True)
         if a.update_docs:
-            update_section(DOCS, "bench-scale-controller", invocation(), rows)
+            held = update_figures("controller", windows, lambda w: w.get("run") == a.run)
+            update_section(
+                DOCS, "bench-scale-controller", invocation(), [*rows, "", *other_runs(held, a.run)]
+            )
     if "adapter" in parts:
         discovery, pods = adapter_part(a, work)
         print("\n".join(discovery), flush=True)

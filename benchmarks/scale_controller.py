@@ -10,11 +10,14 @@ its cache and the measured cost is the controllers'). A workload is a plain obje
 Deployment, so 100,000 pods are created at the API server's pace, not a ReplicaSet
 controller's and a scheduler's, and nothing else changes them once kwok has started them.
 
-At each size, each controller runs alone in turn -- promhpa's, then kube-controller-manager
-v1.37.2 running only its HPA controller -- at each client limit (``--kube-api-qps`` and
-``--kube-api-burst``: both controllers' defaults 20/30, and raised to 1000/2000; at the
-largest size also with 50 workers each), after its first full round, for ``--periods`` sync
-periods:
+At each size, each controller runs alone in turn -- promhpa's and kube-controller-manager
+v1.37.2 running only its HPA controller, taking turns at going first -- at each client limit
+(``--kube-api-qps`` and ``--kube-api-burst``: both controllers' defaults 20/30, and raised to
+1000/2000; at the largest size also with 50 workers each, and there promhpa a second time
+with ``--scale-reads=get``, upstream's GET of every scale, to weigh the watch against it in the
+same run), after its first full round, for ``--periods`` sync periods. Before each window the
+bench waits (at most ``QUIET_WAIT`` s) until the API server and etcd are back to the CPU they
+used with no controller running, so no window inherits the previous one's work:
 
 * sync lag p50/p99: from when an HPA is due to when a worker takes it, from each one's
   ``workqueue_queue_duration_seconds{name="horizontalpodautoscaler"}`` (client-go's metric,
@@ -22,8 +25,14 @@ periods:
   ``promhpa_controller_sync_lag_seconds``;
 * reconciles/s, CPU per reconcile (the process' CPU over the window / its reconciles);
 * peak RSS (VmHWM: the informers' initial lists included);
-* API requests/s: the kube-apiserver's ``apiserver_request_total`` over the window, less the
-  same window with neither controller running (kwok, the adapter, the control plane).
+* API requests/s: every request the controller makes -- the kube-apiserver's
+  ``apiserver_request_total`` (less the same window with no controller running: kwok, the
+  adapter, the control plane) plus the requests the aggregator proxied to the adapter
+  (``promhpa_adapter_requests_total``, which the kube-apiserver's counter does not include);
+* API server CPU per reconcile: the kube-apiserver's CPU over the window, less its CPU with no
+  controller running, over the reconciles.
+
+``--json`` writes each window as an object (``docs/benchmarks.json``'s shape).
 """
 
 from __future__ import annotations
@@ -79,9 +88,9 @@ externalRules:
 """
 HEADER = (
     "| HPAs | pods | client limits | setup s | controller | reconciles/s | lag p50 s | lag p99 s "
-    "| CPU ms/reconcile | peak RSS MiB | API req/s |"
+    "| CPU ms/reconcile | peak RSS MiB | API req/s | API server CPU ms/reconcile |"
 )
-ALIGN = "|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|"
+ALIGN = "|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
 _QUEUE = re.compile(
     r"^workqueue_queue_duration_seconds_bucket"
     r'\{(?=[^}]*name="horizontalpodautoscaler")[^}]*le="([^"]+)"[^}]*\} (\S+)$',
@@ -97,6 +106,12 @@ _LAG = re.compile(r'^promhpa_controller_sync_lag_seconds_bucket\{le="([^"]+)"\} 
 _REQUESTS = re.compile(r"^apiserver_request_total\{[^}]*\} (\S+)$", re.M)
 
 
+QUIET_WAIT = 300.0  # seconds the bench waits at most for the control plane to go quiet
+QUIET_CORES = 0.2  # the API server and etcd at most this busy with no controller: quiet
+CONTROL_PLANE = ("apiserver", "etcd")
+_ADAPTER_REQUESTS = re.compile(r"^promhpa_adapter_requests_total\{[^}]*\} (\S+)$", re.M)
+
+
 @dataclass
 class Result:
     rate: float
@@ -106,7 +121,17 @@ class Result:
     fine_p99: float | None  # promhpa's finer histogram
     cpu_ms: float
     rss_mib: float
+    api_rps: float  # the kube-apiserver's and the aggregated server's requests, per second
+    apiserver_ms: float  # the kube-apiserver's CPU per reconcile, above its idle
+
+
+@dataclass
+class Idle:
+    """The cluster with no controller running: what each window's figures are above."""
+
     api_rps: float
+    apiserver_cores: float
+    control_plane_cores: float
 
 
 def buckets(pattern: re.Pattern[str], text: str) -> list[tuple[float, float]]:
@@ -231,8 +256,8 @@ def process_cpu(pids: dict[str, int]) -> dict[str, float]:
 
 
 def measure(
-    cluster: localcluster.Cluster, proc: Any, url: str, n: int, sync: int, periods: int, baseline_rps: float,
-    others: dict[str, int] | None = None,
+    cluster: localcluster.Cluster, proc: Any, url: str, n: int, sync: int, periods: int, idle: Idle,
+    others: dict[str, int], adapter_requests: Any,
 ) -> Result:  # fmt: skip
     # measured after the first full round, or after two sync periods if the client limit
     # keeps it from finishing one sooner (at 20 qps, 10,000 HPAs take about 1,000 s a round:
@@ -242,9 +267,10 @@ def measure(
     warm = time.monotonic() + 2 * sync
     wait_until(lambda: histogram(scrape(url))[0] >= n or time.monotonic() > warm, timeout=4 * sync + 60,
                what=f"the first full round of {n}")  # fmt: skip
-    pids = {**cluster.pids, **(others or {}), "measured controller": proc.pid}
+    pids = {**cluster.pids, **others, "measured controller": proc.pid}
     spent0 = process_cpu(pids)
-    before, cpu0, req0, t0 = scrape(url), cpu_seconds(proc.pid), api_requests(cluster), time.monotonic()
+    before, cpu0, t0 = scrape(url), cpu_seconds(proc.pid), time.monotonic()
+    req0, agg0 = api_requests(cluster), adapter_requests()
     time.sleep(sync * periods)
     spent1, window = process_cpu(pids), time.monotonic() - t0
     shares = sorted(((spent1[k] - spent0[k]) / window, k) for k in pids)
@@ -252,16 +278,20 @@ def measure(
         "  cores in use during the window: " + ", ".join(f"{k} {c:.2f}" for c, k in reversed(shares)),
         flush=True,
     )
-    after, cpu1, req1, elapsed = (
+    after, cpu1, req1, agg1, elapsed = (
         scrape(url),
         cpu_seconds(proc.pid),
         api_requests(cluster),
+        adapter_requests(),
         time.monotonic() - t0,
     )
     count = histogram(after)[0] - histogram(before)[0]
     fine = buckets(_LAG, after)
     lag_sum = _sum(_QUEUE_SUM, after) - _sum(_QUEUE_SUM, before)
     lag_count = _sum(_QUEUE_COUNT, after) - _sum(_QUEUE_COUNT, before)
+    apiserver = spent1.get("apiserver", 0.0) - spent0.get("apiserver", 0.0) - idle.apiserver_cores * window
+    direct, aggregated = max((req1 - req0) / elapsed - idle.api_rps, 0.0), (agg1 - agg0) / elapsed
+    print(f"  API requests/s: {direct:.1f} to the kube-apiserver, {aggregated:.1f} aggregated", flush=True)
     return Result(
         count / elapsed,
         lag_sum / lag_count if lag_count else float("nan"),
@@ -270,26 +300,107 @@ def measure(
         bucket_quantile(0.99, buckets(_LAG, before), fine) if fine else None,
         (cpu1[0] + cpu1[1] - cpu0[0] - cpu0[1]) / max(count, 1) * 1000,
         peak_rss_mib(proc.pid),
-        max((req1 - req0) / elapsed - baseline_rps, 0.0),
+        direct + aggregated,
+        max(apiserver, 0.0) / max(count, 1) * 1000,
     )
 
 
-def baseline(cluster: localcluster.Cluster, seconds: float) -> float:
-    """API requests/s with neither controller running."""
-    r0, t0 = api_requests(cluster), time.monotonic()
+def control_plane_cores(cluster: localcluster.Cluster, seconds: float) -> tuple[float, float]:
+    """(kube-apiserver, kube-apiserver + etcd) cores over ``seconds``."""
+    pids = {k: cluster.pids[k] for k in CONTROL_PLANE if k in cluster.pids}
+    c0, t0 = process_cpu(pids), time.monotonic()
     time.sleep(seconds)
-    return (api_requests(cluster) - r0) / (time.monotonic() - t0)
+    c1, took = process_cpu(pids), time.monotonic() - t0
+    used = {k: (c1[k] - c0[k]) / took for k in pids}
+    return used.get("apiserver", 0.0), sum(used.values())
+
+
+def quiet(cluster: localcluster.Cluster, idle: Idle, sample: float = 5.0) -> float:
+    """Before a controller starts: wait until the API server and etcd use at most their idle
+    CPU plus a tenth of a core (a controller just stopped leaves them busy: its watches
+    closing, the garbage of its lists), at most ``QUIET_WAIT`` s; the seconds waited."""
+    t0 = time.monotonic()
+    while True:
+        _, used = control_plane_cores(cluster, sample)
+        waited = time.monotonic() - t0
+        if used <= idle.control_plane_cores + 0.1 or waited >= QUIET_WAIT:
+            idle_cores = idle.control_plane_cores
+            print(f"  control plane at {used:.2f} cores after {waited:.0f} s (idle {idle_cores:.2f})")
+            return waited
+
+
+def baseline(cluster: localcluster.Cluster, seconds: float) -> Idle:
+    """API requests/s and the control plane's CPU with no controller running, once setup's
+    work has died down: ``seconds``-long samples until the API server and etcd use under
+    ``QUIET_CORES`` (kwok still starting 100,000 pods kept them near a core for minutes;
+    measured then, "idle" would hide every controller's cost), at most ``QUIET_WAIT`` s."""
+    t0 = time.monotonic()
+    while True:
+        r0, s0 = api_requests(cluster), time.monotonic()
+        apiserver, both = control_plane_cores(cluster, seconds)
+        idle = Idle((api_requests(cluster) - r0) / (time.monotonic() - s0), apiserver, both)
+        if both <= QUIET_CORES or time.monotonic() - t0 >= QUIET_WAIT:
+            return idle
 
 
 def row(n: int, pods: int, label: str, setup: float, who: str, r: Result) -> str:
     """A table row; ``inf``: above the histogram's last finite bucket (10 s)."""
     fine = f" ({r.fine_p99:g})" if r.fine_p99 is not None else ""
     head = f"| {n} | {n * pods} | {label} | {setup:.0f} | {who} | {r.rate:.1f} | {r.lag_p50:g} | "
-    return head + f"{r.lag_p99:g}{fine} | {r.cpu_ms:.2f} | {r.rss_mib:.0f} | {r.api_rps:.1f} |"
+    tail = f"{r.cpu_ms:.2f} | {r.rss_mib:.0f} | {r.api_rps:.1f} | {r.apiserver_ms:.2f} |"
+    return head + f"{r.lag_p99:g}{fine} | " + tail
+
+
+def record(run: int, n: int, who: str, setting: str, r: Result) -> dict[str, Any]:
+    """One window as docs/benchmarks.json holds it."""
+    over = r.lag_p99 == float("inf")
+    out: dict[str, Any] = {
+        "run": run, "hpas": n, "controller": who, "setting": setting,
+        "reconciles_per_s": round(r.rate, 1), "p99_lag_s": None if over else r.lag_p99,
+        "cpu_ms_per_reconcile": round(r.cpu_ms, 3), "peak_rss_mib": round(r.rss_mib),
+        "api_requests_per_s": round(r.api_rps, 1), "apiserver_cpu_ms_per_reconcile": round(r.apiserver_ms, 3),
+    }  # fmt: skip
+    if over:
+        out["over_range"] = True
+    if r.fine_p99 is not None:  # promhpa's finer histogram (to 120 s)
+        out["p99_lag_fine_s"] = r.fine_p99 if r.fine_p99 != float("inf") else None
+    return out
 
 
 def lag_mean(r: Result) -> str:
     return f"mean lag {r.lag_mean:.1f} s"
+
+
+@dataclass
+class Contender:
+    """One controller at one setting: how to start it on a port, and what the table calls it."""
+
+    who: str  # promhpa or kube-controller-manager
+    name: str  # in the table
+    start: Any  # (port, log) -> process
+
+
+def contenders(cluster: localcluster.Cluster, a: argparse.Namespace, key: str) -> list[Contender]:
+    _, flags = LIMITS[key]
+
+    def ours(*extra: str) -> Any:
+        return lambda port, log: start_controller_process(
+            cluster.kubeconfig, log, f"--secure-port={port}",
+            f"--horizontal-pod-autoscaler-sync-period={a.sync_period}s", "--log-level=warning",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics", *flags, *extra,
+        )  # fmt: skip
+
+    out = [
+        Contender("promhpa", "promhpa", ours()),
+        Contender(
+            "kube-controller-manager",
+            "kcm",
+            lambda port, log: start_kcm(cluster, log, port, a.sync_period, flags),
+        ),
+    ]
+    if key == "workers":  # the watch weighed against upstream's GET of every scale, same run
+        out.insert(1, Contender("promhpa", "promhpa (scale GET)", ours("--scale-reads=get")))
+    return out
 
 
 def run(
@@ -298,14 +409,22 @@ def run(
     work: Path,
     a: argparse.Namespace,
     others: dict[str, int],
-) -> list[str]:
-    """Every size and client limit; the table's rows, the ratio lines after each pair."""
+    adapter_metrics: Any,
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Every size and client limit; the table's rows (the ratio lines printed after each
+    group) and the windows as records."""
     cluster.kubectl("apply", "-f", "-", input=json.dumps(CRD))
     wait_until(lambda: cluster.kubectl("get", "--raw", f"/apis/{GROUP}/v1", check=False).returncode == 0,
                timeout=60, what="the Workload CRD served")  # fmt: skip
     cluster.kubectl("create", "namespace", NS, check=False)
     exporter.set(f'{METRIC}{{namespace="{NS}",queue="shared"}}', a.pods * 5)  # exactly on target
-    rows, done = [], 0
+
+    def adapter_requests() -> float:
+        return sum(float(v) for v in _ADAPTER_REQUESTS.findall(adapter_metrics()))
+
+    rows: list[str] = []
+    records: list[dict[str, Any]] = []
+    done, turn = 0, 0
     sizes = sorted(int(x) for x in a.sizes.split(","))
     for n in sizes:
         t0 = time.monotonic()
@@ -313,43 +432,46 @@ def run(
         wait_until(lambda n=n: running_pods(cluster) >= n * a.pods, timeout=600 + (n - done) * a.pods * 0.02,
                    what=f"kwok to run {n * a.pods} pods")  # fmt: skip
         setup, done = time.monotonic() - t0, n
-        base = baseline(cluster, 10)
+        idle = baseline(cluster, 10)
+        print(f"  idle: {idle.api_rps:.1f} API req/s, control plane {idle.control_plane_cores:.2f} cores")
         for key in a.limits:
             if key == "workers" and n != sizes[-1]:
                 continue  # 50 workers: where 5 cannot keep up, the largest size (the run's time)
-            label, flags = LIMITS[key]
-            port = free_port()
-            ours = start_controller_process(
-                cluster.kubeconfig, work / f"promhpa-{n}-{key}.log", f"--secure-port={port}",
-                f"--horizontal-pod-autoscaler-sync-period={a.sync_period}s", "--log-level=warning",
-                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics", *flags,
-            )  # fmt: skip
-            try:
-                mine = measure(
-                    cluster, ours, f"https://127.0.0.1:{port}", n, a.sync_period, a.periods, base, others
-                )
-            finally:
-                stop_process(ours)
-            port = free_port()
-            kcm = start_kcm(cluster, work / f"kcm-{n}-{key}.log", port, a.sync_period, flags)
-            try:
-                theirs = measure(
-                    cluster, kcm, f"https://127.0.0.1:{port}", n, a.sync_period, a.periods, base, others
-                )
-            finally:
-                stop_process(kcm)
-            pair = [
-                row(n, a.pods, label, setup, "promhpa", mine),
-                row(n, a.pods, label, setup, "kcm", theirs),
+            label = LIMITS[key][0]
+            group = contenders(cluster, a, key)
+            turn += 1
+            group = group[turn % len(group) :] + group[: turn % len(group)]  # who goes first rotates
+            results: dict[str, Result] = {}
+            for c in group:
+                quiet(cluster, idle)  # the last controller's (or setup's) work done first
+                port = free_port()
+                proc = c.start(port, work / f"{c.name.replace(' ', '-')}-{n}-{key}.log")
+                try:
+                    results[c.name] = measure(
+                        cluster, proc, f"https://127.0.0.1:{port}", n, a.sync_period, a.periods, idle, others,
+                        adapter_requests,
+                    )  # fmt: skip
+                finally:
+                    stop_process(proc)
+            ordered = sorted(group, key=lambda c: c.who != "promhpa")  # the table: promhpa's rows first
+            lines = [row(n, a.pods, label, setup, c.name, results[c.name]) for c in ordered]
+            rows += lines
+            records += [
+                record(a.run, n, c.who, label + (", scale GET" if "GET" in c.name else ""), results[c.name])
+                for c in ordered
             ]
-            rows += pair
-            print("\n".join(pair), flush=True)
+            print("\n".join(lines), flush=True)
+            mine, theirs = results["promhpa"], results["kcm"]
             cpu, rss = mine.cpu_ms / theirs.cpu_ms, mine.rss_mib / theirs.rss_mib
             ratios = f"CPU/reconcile {cpu:.2f}x kcm, RSS {rss:.2f}x"
+            if "promhpa (scale GET)" in results:
+                get = results["promhpa (scale GET)"]
+                share = mine.apiserver_ms / max(get.apiserver_ms, 1e-9)
+                ratios += f"; API server CPU/reconcile {share:.2f}x the GET path's"
             print(
                 f"  {n} HPAs, {label}: {ratios}; promhpa {lag_mean(mine)}, kcm {lag_mean(theirs)}", flush=True
             )
         left = running_pods(cluster)
         if left < n * a.pods:  # the rows above measured a cluster losing pods: say so
             print(f"  WARNING: {left} of {n * a.pods} pods still running after the {n}-HPA runs", flush=True)
-    return rows
+    return rows, records

@@ -48,7 +48,7 @@ from pathlib import Path
 import aiohttp
 
 import localcluster
-from benchmarks.doc_tables import invocation, update_section
+from benchmarks.doc_tables import invocation, update_figures, update_section
 from localcluster.manifests import adapter_manifests
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
 from localcluster.promhpa import stop_process
@@ -501,6 +501,18 @@ def row(path: str, kind: str, conc: int, ours: Figures, name: str, theirs: Figur
     )
 
 
+def figure(path: str, kind: str, conc: int, ours: Figures, name: str, theirs: Figures) -> dict[str, object]:
+    """One row as docs/benchmarks.json holds it: CPU per request against one prometheus-adapter."""
+    return {
+        "path": f"{path} ({kind}, concurrency {conc})",
+        "prometheus_adapter_setting": LIMITS[name],
+        "cpu_ms_per_request": round(ours.cpu_ms, 4),
+        "prometheus_adapter_cpu_ms_per_request": round(theirs.cpu_ms, 4),
+        "ratio": round(ours.cpu_ms / theirs.cpu_ms, 3),
+        "p99_ms": round(ours.p99, 2),
+    }
+
+
 def _served_by(server: str, path: Workload, ctx: ssl.SSLContext) -> bool:
     try:
         asyncio.run(load(server, path, 1, 1, ctx, {}))
@@ -571,6 +583,7 @@ def main() -> int:
     prom: PrometheusProcess | None = None
     adapters: list[Served] = []
     rows = [HEADER, "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    figures: list[dict[str, object]] = []
     try:
         cluster.up()
         prom = PrometheusProcess(str(prometheus_path()), work, exporter.port)
@@ -593,7 +606,9 @@ def main() -> int:
                     raw = raw_prometheus(prom.url, path, n, conc, a.seconds)
                     kind = "distinct" if distinct else "repeated"
                     for name in LIMITS:
-                        rows.append(row(path.name, kind, conc, ours, name, median(got[name]), raw))
+                        theirs = median(got[name])
+                        rows.append(row(path.name, kind, conc, ours, name, theirs, raw))
+                        figures.append(figure(path.name, kind, conc, ours, name, theirs))
                         print(rows[-1], flush=True)
         if not a.no_aggregator:
             rows += through_aggregator(cluster, adapters, work, a.requests, a.seconds)
@@ -615,6 +630,7 @@ def main() -> int:
     print("\n" + note)
     if a.update_docs:
         update_section(DOCS, "bench-adapter", invocation(), [*rows, "", note])
+        update_figures("side_by_side", figures, lambda _: True)
     return 0
 
 

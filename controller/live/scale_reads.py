@@ -38,7 +38,7 @@ import structlog
 
 from shared.kube.client import Kube
 from shared.kube.discovery import Mapping
-from shared.kube.errors import KubeError
+from shared.kube.errors import Forbidden, KubeError, NotFound
 from shared.kube.informer import Informer, without_managed_fields
 from shared.kube.resources import resource_path
 
@@ -49,6 +49,7 @@ log = structlog.get_logger("controller")
 SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 PENDING_SECONDS = 5.0
+RETRY_SECONDS = 5.0
 MODES = ("watch", "get")
 Resource = tuple[str, str, str]  # group, version, resource
 
@@ -155,7 +156,15 @@ class ScaleReads:
             source.get_everywhere = not why and await self._allowed("get", group, resource, "scale")
             source.get_in.clear()
         except KubeError as e:
-            why = f"could not check access: {e.message}"
+            # a failed check (the API server busy, say) is no answer: keep what was decided,
+            # and ask again in a few seconds rather than a minute (never-decided stays GET)
+            log.warning(
+                "scale reads: could not check access",
+                resource=resource_label(source.resource),
+                error=e.message,
+            )
+            source.checked = self.monotonic() - self.recheck + RETRY_SECONDS
+            return
         source.checked = self.monotonic()
         if why and source.informer is not None:
             source.informer.stop()
@@ -186,7 +195,7 @@ class ScaleReads:
         """The CRD's scale paths for this version, or why there are none to use."""
         try:
             crd = await self.watch_kube.get(f"{CRD_PATH}/{resource}.{group}")
-        except KubeError as e:
+        except (Forbidden, NotFound) as e:  # not allowed, or not a CRD (an aggregated API)
             return None, f"cannot read its CustomResourceDefinition: {e.message}"
         for v in (crd.get("spec") or {}).get("versions") or []:
             if v.get("name") == version:

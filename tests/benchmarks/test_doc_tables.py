@@ -84,3 +84,32 @@ def test_a_page_without_the_markers_is_refused_naming_the_lines_to_add(tmp_path:
 def test_a_rendered_section_names_its_command_and_day() -> None:
     out = render("python -m benchmarks.x --rounds 1", ["t"], datetime(2026, 11, 25, tzinfo=UTC))
     assert out.splitlines()[0] == "Made by `python -m benchmarks.x --rounds 1` on 2026-11-25:"
+
+
+CONTROLLER_KEYS = {"run", "hpas", "controller", "setting", "reconciles_per_s", "p99_lag_s",
+                   "cpu_ms_per_reconcile", "peak_rss_mib", "api_requests_per_s"}  # fmt: skip
+SIDE_BY_SIDE_KEYS = {"path", "cpu_ms_per_request", "prometheus_adapter_cpu_ms_per_request", "ratio", "p99_ms"}
+
+
+def test_the_scale_figures_are_in_benchmarks_json_as_the_issue_names_them() -> None:
+    import json
+
+    held = json.loads((ROOT / "docs/benchmarks.json").read_text())
+    windows = held["controller"]
+    assert windows, "make bench-scale ARGS=--update-docs writes them"
+    for w in windows:
+        assert set(w) >= CONTROLLER_KEYS, w
+        assert w["run"] in (1, 2, 3)
+        assert w["controller"] in ("promhpa", "kube-controller-manager")
+        assert (w["p99_lag_s"] is None) == bool(w.get("over_range")), w
+    for p in held.get("side_by_side", []):
+        assert set(p) >= SIDE_BY_SIDE_KEYS, p
+
+
+def test_figures_of_a_rerun_replace_that_runs_and_keep_the_others(tmp_path: Path) -> None:
+    from benchmarks.doc_tables import update_figures
+
+    path = tmp_path / "figures.json"
+    update_figures("controller", [{"run": 1, "x": 1}, {"run": 2, "x": 2}], lambda _: True, path)
+    held = update_figures("controller", [{"run": 2, "x": 3}], lambda r: r["run"] == 2, path)
+    assert held == [{"run": 1, "x": 1}, {"run": 2, "x": 3}]
