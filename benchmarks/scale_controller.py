@@ -315,10 +315,10 @@ def control_plane_cores(cluster: localcluster.Cluster, seconds: float) -> tuple[
     return used.get("apiserver", 0.0), sum(used.values())
 
 
-def quiet(cluster: localcluster.Cluster, idle: Idle, sample: float = 5.0) -> float:
+def quiet(cluster: localcluster.Cluster, idle: Idle, sample: float = 5.0) -> None:
     """Before a controller starts: wait until the API server and etcd use at most their idle
     CPU plus a tenth of a core (a controller just stopped leaves them busy: its watches
-    closing, the garbage of its lists), at most ``QUIET_WAIT`` s; the seconds waited."""
+    closing, the garbage of its lists), at most ``QUIET_WAIT`` s, and say how long it took."""
     t0 = time.monotonic()
     while True:
         _, used = control_plane_cores(cluster, sample)
@@ -326,7 +326,7 @@ def quiet(cluster: localcluster.Cluster, idle: Idle, sample: float = 5.0) -> flo
         if used <= idle.control_plane_cores + 0.1 or waited >= QUIET_WAIT:
             idle_cores = idle.control_plane_cores
             print(f"  control plane at {used:.2f} cores after {waited:.0f} s (idle {idle_cores:.2f})")
-            return waited
+            return
 
 
 def baseline(cluster: localcluster.Cluster, seconds: float) -> Idle:
