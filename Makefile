@@ -138,8 +138,8 @@ bench-controller: venv cluster-tools
 	$(BIN)/python -m benchmarks.bench_controller
 	$(BIN)/python -m benchmarks.kube_transport
 
-# The scale run behind docs/benchmarks.md: the controller at 1,000 / 5,000 / 10,000 HPAs of 10
-# pods beside kube-controller-manager's HPA controller, at default and raised client limits;
+# The scale run behind docs/benchmarks.md: the controller at 1,000 / 5,000 / 10,000 / 20,000 HPAs
+# of 10 pods beside kube-controller-manager's HPA controller, at default and raised client limits;
 # the adapter's discovery of 100,000 and 1,000,000 series and pods/* over 10,000 pods beside
 # prometheus-adapter. `make bench-scale ARGS=--update-docs` rewrites the page.
 bench-scale: venv cluster-tools

@@ -1,9 +1,9 @@
 """``make bench-scale``: promhpa at 10,000 HPAs and a million series, beside the incumbents.
 
-    python -m benchmarks.scale [--sizes 1000,5000,10000] [--series 100000,1000000] [--update-docs]
+    python -m benchmarks.scale [--sizes 1000,5000,10000,20000] [--series 100000,1000000] [--update-docs]
 
-One command for docs/benchmarks.md: the controller at 1,000 / 5,000 / 10,000 HPAs of 10 pods
-each beside kube-controller-manager v1.37.2's HPA controller (``scale_controller``), and the
+One command for docs/benchmarks.md: the controller at 1,000 / 5,000 / 10,000 / 20,000 HPAs of
+10 pods each beside kube-controller-manager v1.37.2's HPA controller (``scale_controller``), and the
 adapter's discovery at 100,000 and 1,000,000 series and ``pods/*`` over 10,000 pods beside
 prometheus-adapter v0.12.0 (``scale_adapter``). Everything runs on this machine, on loopback,
 each phase bounded in time; the tables are printed and, with ``--update-docs``, written into
@@ -123,7 +123,7 @@ def machine() -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="1000,5000,10000", help="numbers of HPAs, comma-separated")
+    ap.add_argument("--sizes", default="1000,5000,10000,20000", help="numbers of HPAs, comma-separated")
     ap.add_argument("--pods", type=int, default=10, help="pods per workload")
     ap.add_argument("--sync-period", type=int, default=15)
     ap.add_argument("--periods", type=int, default=2, help="sync periods in each measuring window")

@@ -1,21 +1,22 @@
-"""The controller at scale: 1,000 to 10,000 HPAs of 10 pods each, beside kube-controller-manager.
+"""The controller at scale: 1,000 to 20,000 HPAs of 10 pods each, beside kube-controller-manager.
 
-    python -m benchmarks.scale_controller [--sizes 1000,5000,10000] [--pods 10] [--limits default,raised]
-
-Part of ``make bench-scale``. The local control plane holds N workloads of a custom resource
-with a scale subresource (``workloads.bench.promhpa.io``), each with P kwok pods created
-directly on the fake nodes, and one HPA per workload on an External metric served by the
-adapter from a real Prometheus (every HPA asks the same metric, so the adapter answers from
-its cache and the measured cost is the controllers'). A workload is a plain object, not a
+Part of ``make bench-scale`` (``python -m benchmarks.scale --parts controller [--sizes ...]``).
+The local control plane holds N workloads of a custom resource with a scale subresource
+(``workloads.bench.promhpa.io``), each with P kwok pods created directly on the fake nodes,
+and one HPA per workload on an External metric served by the adapter from a real Prometheus
+(every HPA asks the same metric, so the adapter answers from its cache and the measured cost
+is the controllers'). A workload is a plain object, not a
 Deployment, so 100,000 pods are created at the API server's pace, not a ReplicaSet
 controller's and a scheduler's, and nothing else changes them once kwok has started them.
 
 At each size, each controller runs alone in turn -- promhpa's and kube-controller-manager
 v1.37.2 running only its HPA controller, taking turns at going first -- at each client limit
 (``--kube-api-qps`` and ``--kube-api-burst``: both controllers' defaults 20/30, and raised to
-1000/2000; at the largest size also with 50 workers each, and there promhpa a second time
-with ``--scale-reads=get``, upstream's GET of every scale, to weigh the watch against it in the
-same run), after its first full round, for ``--periods`` sync periods. Before each window the
+1000/2000; at 10,000 HPAs (and the largest size) also with 50 workers each, and there promhpa
+a second time with ``--scale-reads=get``, upstream's GET of every scale, to weigh the watch
+against it in the same run; past 10,000 HPAs only the 50-worker setting, and a controller
+that cannot finish its first reconcile there is reported, not fatal: that is where two cores
+end), after its first full round, for ``--periods`` sync periods. Before each window the
 bench waits (at most ``QUIET_WAIT`` s) until the API server and etcd are back to the CPU they
 used with no controller running, so no window inherits the previous one's work:
 
@@ -403,6 +404,17 @@ def contenders(cluster: localcluster.Cluster, a: argparse.Namespace, key: str) -
     return out
 
 
+GOAL_SIZE = 10_000  # the lag goal's size: measured with 50 workers in every run that reaches it
+
+
+def limits_at(n: int, sizes: list[int], limits: list[str]) -> list[str]:
+    """The settings measured at ``n`` HPAs. 50 workers where 5 cannot keep up: at the goal's
+    size and at the largest; past the goal's size only 50 workers (at 20 qps a round of
+    20,000 HPAs takes 1,000 s and says nothing new, and each window there costs minutes)."""
+    wide = n >= GOAL_SIZE or n == sizes[-1]
+    return [k for k in limits if (k == "workers" and wide) or (k != "workers" and n <= GOAL_SIZE)]
+
+
 def run(
     cluster: localcluster.Cluster,
     exporter: Exporter,
@@ -429,14 +441,19 @@ def run(
     for n in sizes:
         t0 = time.monotonic()
         asyncio.run(create(cluster, done, n, a.pods))
-        wait_until(lambda n=n: running_pods(cluster) >= n * a.pods, timeout=600 + (n - done) * a.pods * 0.02,
-                   what=f"kwok to run {n * a.pods} pods")  # fmt: skip
+        try:
+            bound = 600 + (n - done) * a.pods * 0.02
+            wait_until(lambda n=n: running_pods(cluster) >= n * a.pods, timeout=bound,
+                       what=f"kwok to run {n * a.pods} pods")  # fmt: skip
+        except AssertionError as e:
+            if n <= GOAL_SIZE:
+                raise
+            print(f"  WARNING: stopped before measuring {n} HPAs: {e}", flush=True)
+            break
         setup, done = time.monotonic() - t0, n
         idle = baseline(cluster, 10)
         print(f"  idle: {idle.api_rps:.1f} API req/s, control plane {idle.control_plane_cores:.2f} cores")
-        for key in a.limits:
-            if key == "workers" and n != sizes[-1]:
-                continue  # 50 workers: where 5 cannot keep up, the largest size (the run's time)
+        for key in limits_at(n, sizes, a.limits):
             label = LIMITS[key][0]
             group = contenders(cluster, a, key)
             turn += 1
@@ -451,9 +468,14 @@ def run(
                         cluster, proc, f"https://127.0.0.1:{port}", n, a.sync_period, a.periods, idle, others,
                         adapter_requests,
                     )  # fmt: skip
+                except AssertionError as e:  # past the goal's size, where two cores may end: say so
+                    if n <= GOAL_SIZE:
+                        raise
+                    print(f"  WARNING: {c.name} at {n} HPAs not measured: {e}", flush=True)
                 finally:
                     stop_process(proc)
-            ordered = sorted(group, key=lambda c: c.who != "promhpa")  # the table: promhpa's rows first
+            # the table: promhpa's rows first
+            ordered = sorted((c for c in group if c.name in results), key=lambda c: c.who != "promhpa")
             lines = [row(n, a.pods, label, setup, c.name, results[c.name]) for c in ordered]
             rows += lines
             records += [
@@ -461,6 +483,8 @@ def run(
                 for c in ordered
             ]
             print("\n".join(lines), flush=True)
+            if "promhpa" not in results or "kcm" not in results:
+                continue
             mine, theirs = results["promhpa"], results["kcm"]
             cpu, rss = mine.cpu_ms / theirs.cpu_ms, mine.rss_mib / theirs.rss_mib
             ratios = f"CPU/reconcile {cpu:.2f}x kcm, RSS {rss:.2f}x"

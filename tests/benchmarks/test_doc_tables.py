@@ -113,3 +113,11 @@ def test_figures_of_a_rerun_replace_that_runs_and_keep_the_others(tmp_path: Path
     update_figures("controller", [{"run": 1, "x": 1}, {"run": 2, "x": 2}], lambda _: True, path)
     held = update_figures("controller", [{"run": 2, "x": 3}], lambda r: r["run"] == 2, path)
     assert held == [{"run": 1, "x": 1}, {"run": 2, "x": 3}]
+
+
+def test_the_scale_run_measures_50_workers_at_the_goal_size_and_only_them_past_it() -> None:
+    sizes, every = [1000, 5000, 10000, 20000], ["default", "raised", "workers"]
+    assert scale_controller.limits_at(1000, sizes, every) == ["default", "raised"]
+    assert scale_controller.limits_at(10000, sizes, every) == every
+    assert scale_controller.limits_at(20000, sizes, every) == ["workers"]
+    assert scale_controller.limits_at(5000, [1000, 5000], every) == every  # the largest size asked
