@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import json
 import os
+import signal
 import ssl
 import statistics
 import subprocess
@@ -41,13 +43,15 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 
 import localcluster
+from benchmarks import profiles
+from benchmarks.bench_controller import py_spy
 from benchmarks.doc_tables import invocation, update_figures, update_section
 from localcluster.manifests import adapter_manifests
 from localcluster.prometheus import Exporter, PrometheusProcess, prometheus_path
@@ -64,6 +68,7 @@ NODES = ("kwok-node-0", "kwok-node-1", "kwok-node-2")
 # such limit (its --client-qps is accepted and ignored).
 RAISED_LIMITS = ("--client-qps=10000", "--client-burst=20000")
 RAISED_NAME = "prometheus-adapter raised"
+GOAL = 0.5  # promhpa's CPU per request at most this times prometheus-adapter's (limits raised)
 DOCS = ROOT / "docs" / "adapter.md"
 LIMITS = {"prometheus-adapter": "defaults (qps 5, burst 10)", RAISED_NAME: "qps 10000, burst 20000"}
 HEADER = (
@@ -460,16 +465,23 @@ def _ok(a: Served, path: Workload, ctx: ssl.SSLContext) -> bool:
 
 
 def through_aggregator(
-    cluster: localcluster.Cluster, adapters: list[Served], work: Path, requests: int, seconds: float
-) -> list[str]:
+    cluster: localcluster.Cluster,
+    adapters: list[Served],
+    work: Path,
+    requests: int,
+    seconds: float,
+    profile: Path | None = None,
+) -> tuple[list[str], list[dict[str, object]], dict[str, profiles.Profile]]:
     """Each adapter in turn registered with the kube-apiserver, called as kubectl would be
-    (the admin's client certificate): the path every HPA controller takes."""
+    (the admin's client certificate): the path every HPA controller takes. The table's rows,
+    their figures, and (with ``profile``, a directory) promhpa's profile on each path."""
     ctx = ssl.create_default_context(cafile=str(cluster.pki / "ca.crt"))
     ctx.load_cert_chain(cluster.pki / "admin.crt", cluster.pki / "admin.key")
     admin = Identity(cluster.pki / "admin.crt", cluster.pki / "admin.key", cluster.pki / "ca.crt")
     ca = (work / "certs" / "apiserver.crt").read_bytes()  # self-signed: its own CA bundle
     chosen = [w for w in paths(distinct=True) if w.name in ("pods/* 100 pods", "external")]
     got: dict[str, dict[str, Figures]] = {}
+    spied: dict[str, Path] = {}
     for a in adapters:
         manifests = adapter_manifests(SERVICE_NS, SERVICE, a.port, ca, resource_metrics=True)
         cluster.apply(manifests)
@@ -482,13 +494,45 @@ def through_aggregator(
             w.name: measure(a, w, requests, 8, admin, base=cluster.server, headers={}, seconds=seconds)
             for w in chosen
         }
+        if profile is not None and a.name == "promhpa":
+            for w in chosen:
+                out = profile / f"aggregator-{w.name.replace(' ', '-').replace('/', '')}.txt"
+                with sampled(a, out):
+                    measure(a, w, requests, 8, admin, base=cluster.server, headers={}, seconds=seconds)
+                spied[w.name] = out
         a.proc.terminate()  # so the next registration can only be answered by the next adapter
         a.proc.wait(timeout=30)
-    return [
+    rows = [
         row(f"{w.name} (aggregator)", "distinct", 8, got["promhpa"][w.name], name, got[name][w.name], None)
         for w in chosen
         for name in LIMITS
     ]
+    figures = [
+        figure(f"{w.name} (aggregator)", "distinct", 8, got["promhpa"][w.name], name, got[name][w.name])
+        for w in chosen
+        for name in LIMITS
+    ]
+    found = {
+        f"{w.name} (aggregator)": profiles.read(spied[w.name], ROOT)
+        for w in chosen
+        if w.name in spied and got["promhpa"][w.name].cpu_ms > GOAL * got[RAISED_NAME][w.name].cpu_ms
+    }
+    return rows, figures, found
+
+
+@contextlib.contextmanager
+def sampled(a: Served, out: Path) -> Iterator[None]:
+    """py-spy sampling ``a`` (without pausing it) while the block runs, into ``out`` as
+    collapsed stacks. An extra, unmeasured phase: the sampler's CPU is not the adapter's."""
+    spy = subprocess.Popen(
+        [py_spy(), "record", "--nonblocking", "-r", "200", "-f", "raw", "-p", str(a.pid), "-o", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)  # py-spy writes what it sampled on SIGINT
+        spy.wait(timeout=60)
 
 
 def row(path: str, kind: str, conc: int, ours: Figures, name: str, theirs: Figures, raw: float | None) -> str:
@@ -570,9 +614,18 @@ def main() -> int:
     ap.add_argument("--promhpa-flag", action="append", default=[], help="an extra flag for promhpa's adapter")
     ap.add_argument("--no-aggregator", action="store_true", help="skip the through-the-aggregator rows")
     ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="after each path where promhpa's CPU per request is over GOAL x prometheus-adapter's "
+        "(its limits raised), one more phase sampled by py-spy: where promhpa's CPU went",
+    )
+    ap.add_argument(
         "--update-docs", action="store_true", help=f"write the table into {DOCS.relative_to(ROOT)}"
     )
     a = ap.parse_args()
+    if a.profile and not py_spy():
+        print("py-spy is not installed: it comes with the dev extras (make venv)")
+        return 2
     if not loadgen_binary().exists():
         print("the load generator is not built: run `hack/build-tools.sh bench` (make bench-adapter does)")
         return 2
@@ -584,6 +637,7 @@ def main() -> int:
     adapters: list[Served] = []
     rows = [HEADER, "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     figures: list[dict[str, object]] = []
+    found: dict[str, profiles.Profile] = {}
     try:
         cluster.up()
         prom = PrometheusProcess(str(prometheus_path()), work, exporter.port)
@@ -610,8 +664,18 @@ def main() -> int:
                         rows.append(row(path.name, kind, conc, ours, name, theirs, raw))
                         figures.append(figure(path.name, kind, conc, ours, name, theirs))
                         print(rows[-1], flush=True)
+                    if a.profile and ours.cpu_ms > GOAL * median(got[RAISED_NAME]).cpu_ms:
+                        out = work / f"profile-{len(found)}.txt"
+                        with sampled(adapters[0], out):
+                            measure(adapters[0], path, n, conc, aggregator, seconds=a.seconds)
+                        found[f"{path.name} ({kind}, concurrency {conc})"] = profiles.read(out, ROOT)
         if not a.no_aggregator:
-            rows += through_aggregator(cluster, adapters, work, a.requests, a.seconds)
+            agg_rows, agg_figures, agg_found = through_aggregator(
+                cluster, adapters, work, a.requests, a.seconds, work if a.profile else None
+            )
+            rows += agg_rows
+            figures += agg_figures
+            found.update(agg_found)
             print("\n".join(rows[-4:]), flush=True)
     finally:
         for x in adapters:
@@ -628,9 +692,17 @@ def main() -> int:
     )
     print("\n".join(rows))
     print("\n" + note)
+    shown = [profiles.PROFILE_HEADER, profiles.PROFILE_ALIGN]
+    for path_name, prof in found.items():
+        shown += profiles.rows(path_name, prof)
+    if found:
+        print("\n".join(shown))
     if a.update_docs:
         update_section(DOCS, "bench-adapter", invocation(), [*rows, "", note])
         update_figures("side_by_side", figures, lambda _: True)
+        if a.profile:
+            met = ["(every path met the goal: nothing to profile)"]
+            update_section(DOCS, "bench-adapter-profile", invocation(), shown if found else met)
     return 0
 
 
