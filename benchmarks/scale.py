@@ -47,7 +47,7 @@ def other_runs(windows: list[dict[str, Any]], run: int) -> list[str]:
     return lines
 
 
-def controller_part(a: argparse.Namespace, work: Path) -> tuple[list[str], list[dict[str, Any]]]:
+def controller_part(a: argparse.Namespace, work: Path) -> tuple[list[str], list[str], list[dict[str, Any]]]:
     # no kube-scheduler: every pod is bound to its fake node when created (nodeName), and at
     # 100,000 pods a scheduler only follows their status updates, on the measured cores
     cluster = localcluster.Cluster(work / "cluster", node_monitor_grace="3600s", scheduler=False)
@@ -154,14 +154,17 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="promhpa-bench-scale-"))
     began = time.monotonic()
     if "controller" in parts:
-        table, windows = controller_part(a, work)
+        table, per_process, windows = controller_part(a, work)
         rows = [scale_controller.HEADER, scale_controller.ALIGN, *table]
+        cores = [scale_controller.CORES_HEADER, scale_controller.CORES_ALIGN, *per_process]
         print("\n".join(rows), flush=True)
+        print("\n".join(cores), flush=True)
         if a.update_docs:
             held = update_figures("controller", windows, lambda w: w.get("run") == a.run)
             update_section(
                 DOCS, "bench-scale-controller", invocation(), [*rows, "", *other_runs(held, a.run)]
             )
+            update_section(DOCS, "bench-scale-cores", invocation(), cores)
     if "adapter" in parts:
         discovery, pods = adapter_part(a, work)
         print("\n".join(discovery), flush=True)

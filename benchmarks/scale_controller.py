@@ -44,7 +44,7 @@ import json
 import re
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +124,7 @@ class Result:
     rss_mib: float
     api_rps: float  # the kube-apiserver's and the aggregated server's requests, per second
     apiserver_ms: float  # the kube-apiserver's CPU per reconcile, above its idle
+    cores: dict[str, float] = field(default_factory=dict)  # each process' cores over the window
 
 
 @dataclass
@@ -303,6 +304,7 @@ def measure(
         peak_rss_mib(proc.pid),
         direct + aggregated,
         max(apiserver, 0.0) / max(count, 1) * 1000,
+        {k: c for c, k in shares},
     )
 
 
@@ -352,6 +354,23 @@ def row(n: int, pods: int, label: str, setup: float, who: str, r: Result) -> str
     return head + f"{r.lag_p99:g}{fine} | " + tail
 
 
+# the per-process table: each window's cores, the measured controller first
+PROCESSES = (
+    ("measured controller", "measured controller"), ("apiserver", "kube-apiserver"), ("etcd", "etcd"),
+    ("adapter", "adapter"), ("controller-manager", "kube-controller-manager (other controllers)"),
+    ("kwok", "kwok"), ("prometheus", "Prometheus"), ("prometheus (metrics)", "Prometheus (the metric)"),
+)  # fmt: skip
+CORES_HEADER = "| HPAs | client limits | controller | " + " | ".join(t for _, t in PROCESSES) + " | total |"
+CORES_ALIGN = "|---:|---|---|" + "---:|" * (len(PROCESSES) + 1)
+
+
+def cores_row(n: int, label: str, who: str, r: Result) -> str:
+    """One window in the per-process table: the cores each process used over it."""
+    shown = [r.cores.get(k, 0.0) for k, _ in PROCESSES]
+    cells = " | ".join(f"{c:.2f}" for c in shown)
+    return f"| {n} | {label} | {who} | {cells} | {sum(r.cores.values()):.2f} |"
+
+
 def record(run: int, n: int, who: str, setting: str, r: Result) -> dict[str, Any]:
     """One window as docs/benchmarks.json holds it."""
     over = r.lag_p99 == float("inf")
@@ -363,6 +382,7 @@ def record(run: int, n: int, who: str, setting: str, r: Result) -> dict[str, Any
     }  # fmt: skip
     if over:
         out["over_range"] = True
+    out["cores"] = {k: round(c, 3) for k, c in sorted(r.cores.items())}
     if r.fine_p99 is not None:  # promhpa's finer histogram (to 120 s)
         out["p99_lag_fine_s"] = r.fine_p99 if r.fine_p99 != float("inf") else None
     return out
@@ -422,9 +442,9 @@ def run(
     a: argparse.Namespace,
     others: dict[str, int],
     adapter_metrics: Any,
-) -> tuple[list[str], list[dict[str, Any]]]:
-    """Every size and client limit; the table's rows (the ratio lines printed after each
-    group) and the windows as records."""
+) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+    """Every size and client limit: the table's rows (the ratio lines printed after each
+    group), the per-process table's, and the windows as records."""
     cluster.kubectl("apply", "-f", "-", input=json.dumps(CRD))
     wait_until(lambda: cluster.kubectl("get", "--raw", f"/apis/{GROUP}/v1", check=False).returncode == 0,
                timeout=60, what="the Workload CRD served")  # fmt: skip
@@ -435,6 +455,7 @@ def run(
         return sum(float(v) for v in _ADAPTER_REQUESTS.findall(adapter_metrics()))
 
     rows: list[str] = []
+    cores: list[str] = []
     records: list[dict[str, Any]] = []
     done, turn = 0, 0
     sizes = sorted(int(x) for x in a.sizes.split(","))
@@ -478,6 +499,7 @@ def run(
             ordered = sorted((c for c in group if c.name in results), key=lambda c: c.who != "promhpa")
             lines = [row(n, a.pods, label, setup, c.name, results[c.name]) for c in ordered]
             rows += lines
+            cores += [cores_row(n, label, c.name, results[c.name]) for c in ordered]
             records += [
                 record(a.run, n, c.who, label + (", scale GET" if "GET" in c.name else ""), results[c.name])
                 for c in ordered
@@ -498,4 +520,4 @@ def run(
         left = running_pods(cluster)
         if left < n * a.pods:  # the rows above measured a cluster losing pods: say so
             print(f"  WARNING: {left} of {n * a.pods} pods still running after the {n}-HPA runs", flush=True)
-    return rows, records
+    return rows, cores, records

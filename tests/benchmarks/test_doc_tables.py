@@ -23,6 +23,7 @@ TABLES = [
     ("docs/adapter.md", "bench-adapter", "benchmarks.side_by_side", side_by_side.HEADER),
     ("docs/controller.md", "bench-controller", "benchmarks.bench_controller", bench_controller.HEADER),
     ("docs/benchmarks.md", "bench-scale-controller", "benchmarks.scale", scale_controller.HEADER),
+    ("docs/benchmarks.md", "bench-scale-cores", "benchmarks.scale", scale_controller.CORES_HEADER),
     ("docs/benchmarks.md", "bench-scale-discovery", "benchmarks.scale", scale_adapter.DISCOVERY_HEADER),
     ("docs/benchmarks.md", "bench-scale-pods", "benchmarks.scale", scale_adapter.PODS_HEADER),
 ]
@@ -121,3 +122,16 @@ def test_the_scale_run_measures_50_workers_at_the_goal_size_and_only_them_past_i
     assert scale_controller.limits_at(10000, sizes, every) == every
     assert scale_controller.limits_at(20000, sizes, every) == ["workers"]
     assert scale_controller.limits_at(5000, [1000, 5000], every) == every  # the largest size asked
+
+
+def test_each_window_shows_every_process_cores_and_their_total() -> None:
+    r = scale_controller.Result(1, 1, 1, 1, None, 1, 1, 1, 1, {"apiserver": 0.5, "measured controller": 0.25})
+    row = scale_controller.cores_row(10000, "qps 1000", "promhpa", r)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    header = [c.strip() for c in scale_controller.CORES_HEADER.strip("|").split("|")]
+    assert len(cells) == len(header)
+    assert dict(zip(header, cells, strict=True)) == {
+        **dict.fromkeys(header[3:-1], "0.00"),
+        "HPAs": "10000", "client limits": "qps 1000", "controller": "promhpa",
+        "measured controller": "0.25", "kube-apiserver": "0.50", "total": "0.75",
+    }  # fmt: skip
