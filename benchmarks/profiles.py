@@ -4,8 +4,9 @@ Why: a path that misses its CPU goal needs the profile that says why, printed be
 figures it explains rather than left in a file nobody opens. Each sample is charged to
 the code it was running (its innermost Python frame): the event loop's own C code (uvloop:
 TLS, sockets, callbacks -- the innermost Python frame is the call that entered the loop),
-aiohttp's server, the standard library, or a module of ours. Beside that, the share of
-samples with any of our frames on the stack: all the CPU our code could give back.
+aiohttp's server, the standard library, or a function of ours. Beside that, the share of
+samples with any of our frames on the stack (the process' entry and the loop's start, on
+every stack, aside): all the CPU our code could give back.
 """
 
 from __future__ import annotations
@@ -27,13 +28,34 @@ class Profile:
     ours_inclusive: float  # share of samples with any of our frames on the stack
 
 
-def _where(file: str, func: str, root: str) -> str:
-    """The name a frame's CPU is charged to."""
+def _our_module(file: str, root: str) -> str | None:
+    """The dotted name of our module ``file`` is, or None. py-spy shortens paths: absolute,
+    relative to a ``sys.path`` entry (``adapter/serving/app.py``), or just the file's name
+    when its package's directory is itself on the path (``prometheus.py``)."""
     path = file.replace("\\", "/")
-    if root and path.startswith(root):
-        module = path[len(root) :].lstrip("/").removesuffix(".py").replace("/", ".")
-        if module.split(".", 1)[0] in OURS:
-            return f"promhpa: {module}"
+    if root and path.startswith(root + "/"):
+        path = path[len(root) + 1 :]
+    if path.startswith("/") or path.startswith("<"):
+        return None
+    if path.split("/", 1)[0] in OURS:
+        return path.removesuffix(".py").replace("/", ".")
+    if "/" not in path and root:
+        found = [
+            f"{package}.{sub.relative_to(Path(root) / package).with_suffix('').as_posix().replace('/', '.')}"
+            for package in OURS
+            for sub in (Path(root) / package).rglob(path)
+        ]
+        if len(found) == 1:
+            return found[0]
+    return None
+
+
+def _where(file: str, func: str, root: str) -> str:
+    """The name a frame's CPU is charged to: our module and function, or a library."""
+    ours = _our_module(file, root)
+    if ours is not None:
+        return f"promhpa: {ours} ({func})"
+    path = "/" + file.replace("\\", "/").lstrip("/")
     for marker, name in (
         ("/aiohttp/", "aiohttp (request parsing, responses)"),
         ("/multidict/", "aiohttp (headers, URLs)"),
@@ -43,19 +65,26 @@ def _where(file: str, func: str, root: str) -> str:
     ):
         if marker in path:
             return name
-    if "/asyncio/" in path or path.endswith("eventloop.py"):
-        if func in _LOOP_ENTRIES:
+    if "/asyncio/" in path or "/uvloop/" in path:
+        if func.rsplit(".", 1)[-1] in _LOOP_ENTRIES:
             return "event loop's C code (uvloop: TLS, sockets, callbacks)"
         return "asyncio (Python)"
     if "/site-packages/" in path:
         return path.split("/site-packages/", 1)[1].split("/", 1)[0]
+    top = path.lstrip("/").split("/", 1)
+    if len(top) == 2 and not file.startswith("/"):  # a library, relative to its sys.path entry
+        return top[0]
     return "Python standard library"
 
 
+# our frames under which every sample of the serving thread runs (the process' entry and the
+# loop's start): on every stack, so they say nothing about which work is ours
+ENTRY_MODULES = frozenset({"shared.entry", "shared.eventloop", "adapter.__main__", "controller.__main__"})
+
+
 def _is_ours(file: str, root: str) -> bool:
-    if not root or not file.startswith(root):
-        return False
-    return file[len(root) :].lstrip("/").split("/", 1)[0] in OURS
+    module = _our_module(file, root)
+    return module is not None and module not in ENTRY_MODULES
 
 
 def summarize(text: str, root: str) -> Profile:
