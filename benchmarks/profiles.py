@@ -11,6 +11,7 @@ every stack, aside): all the CPU our code could give back.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ class Profile:
     ours_inclusive: float  # share of samples with any of our frames on the stack
 
 
+@functools.lru_cache(maxsize=4096)  # the same frames recur in every sample; a bare name walks the tree
 def _our_module(file: str, root: str) -> str | None:
     """The dotted name of our module ``file`` is, or None. py-spy shortens paths: absolute,
     relative to a ``sys.path`` entry (``adapter/serving/app.py``), or just the file's name
