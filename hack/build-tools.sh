@@ -131,6 +131,30 @@ get_debian_command() { # PACKAGE COMMAND
   rm -rf "$tmp" "$out"; mv "$out.tmp" "$out"
 }
 
+# iptables and nft for the real node (kube-proxy's and the kubelet's rules, the CNI plugins',
+# node_host's snapshot and isolation), with the libraries they load, unpacked from Debian's
+# packages like runc and umoci: fresh machines of this kind no longer carry either. bin/ holds
+# one wrapper per command that points the loader and xtables' extensions at the unpacked tree;
+# the node's processes and node_host find them there before the host's own.
+NETFILTER_PACKAGES="iptables libip4tc2 libip6tc2 libxtables12 libmnl0 libnetfilter-conntrack3 libnfnetlink0 libnftnl11 nftables libnftables1 libjansson4 libedit2"
+get_netfilter() {
+  local out="$CACHE/bin/netfilter-debian" tmp lib p cmd; tmp=$(mktemp -d)
+  # shellcheck disable=SC2086
+  (cd "$tmp" && { apt-get download $NETFILTER_PACKAGES >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get download $NETFILTER_PACKAGES >/dev/null; }; } \
+     && for p in ./*.deb; do dpkg-deb -x "$p" root; done)
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp/bin"; mv "$tmp/root" "$out.tmp/root"; rm -rf "$tmp"
+  lib=$(dirname "$(find "$out.tmp/root" -name 'libxtables.so.12' | head -1)")
+  lib=${lib#"$out.tmp/"}
+  for cmd in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+    printf '#!/usr/bin/env bash\nd=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)\nLD_LIBRARY_PATH="$d/%s" XTABLES_LIBDIR="$d/%s/xtables" exec -a %s "$d/root/usr/sbin/xtables-nft-multi" "$@"\n' \
+      "$lib" "$lib" "$cmd" >"$out.tmp/bin/$cmd"
+  done
+  printf '#!/usr/bin/env bash\nd=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)\nLD_LIBRARY_PATH="$d/%s" exec "$d/root/usr/sbin/nft" "$@"\n' "$lib" >"$out.tmp/bin/nft"
+  chmod +x "$out.tmp/bin/"*
+  "$out.tmp/bin/iptables" --version >/dev/null && "$out.tmp/bin/nft" --version >/dev/null
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 # Prometheus 3 from the Go module proxy. One service-discovery dependency is not served
 # here: remove_all_sd leaves every SD out but Kubernetes' (enable_kubernetes_sd), which the
 # real node's in-cluster Prometheus scrapes pods and the kubelet with. The release
@@ -380,6 +404,7 @@ fi
 [[ $only == all || $only == image ]] && step "runc (Debian)" "$CACHE/bin/runc-debian/runc" get_debian_command runc runc
 [[ $only == all || $only == image ]] && step "umoci (Debian)" "$CACHE/bin/umoci-debian/umoci" get_debian_command umoci umoci
 # (not for another release's control plane: PROMHPA_NODE=0, which localcluster sets for it)
+[[ $only == node || $only == netfilter || ($only == all && ${PROMHPA_NODE:-1} == 1) ]] && step "iptables and nft (Debian)" "$CACHE/bin/netfilter-debian/bin/nft" get_netfilter
 [[ $only == node || ($only == all && ${PROMHPA_NODE:-1} == 1) ]] && step "real node ($K8S_VERSION kubelet and kube-proxy, containerd $CONTAINERD_VERSION, runc $RUNC_VERSION, CNI, CoreDNS, crictl)" "$(node_dir)/kubelet" build_node
 [[ $only == all || $only == goregexp ]] && step "goregexp (Go's regexp, for the regex differential test)" "$(goregexp_dir)/goregexp" build_goregexp
 if [[ $only == all || $only == differential ]]; then

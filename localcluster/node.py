@@ -144,7 +144,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt",
     c._start(
         "containerd",
         [binary(c, "containerd"), f"--config={d / 'containerd.toml'}", "--log-level=warn"],
-        env={"PATH": f"{binary(c, '')}:{os.environ.get('PATH', '/usr/bin:/bin')}"},
+        env={"PATH": f"{binary(c, '')}:{node_host.node_path()}"},
     )
     c._wait("containerd", lambda: crictl(c, "info").returncode == 0, timeout=60)
     _link_default_socket(c)
@@ -235,6 +235,7 @@ def _start_kubelet(c: Cluster, d: Path) -> None:
             f"--node-ip={NODE_IP}",
             "--v=1",
         ],
+        env={"PATH": node_host.node_path()},
     )
 
 
@@ -255,7 +256,11 @@ def _start_kube_proxy(c: Cluster, d: Path) -> None:
     }
     (d / "kube-proxy.json").write_text(json.dumps(config, indent=1))
     log("kube-proxy (iptables)")
-    c._start("kube-proxy", [binary(c, "kube-proxy"), f"--config={d / 'kube-proxy.json'}", "--v=1"])
+    c._start(
+        "kube-proxy",
+        [binary(c, "kube-proxy"), f"--config={d / 'kube-proxy.json'}", "--v=1"],
+        env={"PATH": node_host.node_path()},
+    )
 
 
 def _start_coredns(c: Cluster, d: Path) -> None:

@@ -23,6 +23,8 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .tools import ROOT, cache_bin
+
 NODE_NAME = "promhpa-node"
 BRIDGE = "phpa0"
 NODE_IP = "10.88.0.1"
@@ -51,6 +53,8 @@ SYSCTLS = (
 # sockets (/run/containerd/s), libcni's result cache, the kubelet's container-log links
 HOST_PATHS = ("/run/containerd", "/var/lib/cni", "/var/log/containers")
 FAMILIES = ("iptables", "ip6tables")
+# the commands of Debian's iptables and nftables the host side runs (``netfilter_bin``)
+NETFILTER = (*(f"{f}{s}" for f in FAMILIES for s in ("", "-save", "-restore")), "nft")
 
 
 @dataclass
@@ -71,7 +75,38 @@ class HostState:
         return cls(**json.loads(path.read_text()))
 
 
+def netfilter_bin() -> Path:
+    """Where iptables and nft come from: Debian's, unpacked into the tool cache, never the
+    host's (fresh machines of this kind carry neither, and one version for the snapshot,
+    kube-proxy and the CNI plugins keeps their views of the rules alike). Unpacked here on
+    first use, since a test records the host before any cluster has built its tools."""
+    d = cache_bin() / "netfilter-debian" / "bin"
+    if not (d / "nft").exists():
+        build = [str(ROOT / "hack" / "build-tools.sh"), "netfilter"]
+        subprocess.run(build, stdout=subprocess.DEVNULL, check=False)
+    if not (d / "nft").exists():
+        raise RuntimeError(
+            "iptables and nft are missing from the tool cache and `hack/build-tools.sh netfilter` "
+            "could not unpack them (it runs `apt-get download iptables nftables ...`; its output "
+            f"is above): {d}"
+        )
+    return d
+
+
+def node_path() -> str:
+    """PATH for the node's processes: kube-proxy and the kubelet run iptables, the CNI
+    plugins (containerd's children) iptables too."""
+    return f"{netfilter_bin()}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+
+
+def netfilter(name: str) -> str:
+    """The path of one of NETFILTER's commands."""
+    return str(netfilter_bin() / name)
+
+
 def _run(*argv: str, check: bool = True) -> str:
+    if argv[0] in NETFILTER:
+        argv = (netfilter(argv[0]), *argv[1:])
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if check and proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed: {proc.stderr.strip()}")
@@ -143,7 +178,7 @@ def isolate() -> None:
     }}
 }}
 """
-    subprocess.run(["nft", "-f", "-"], input=rules, text=True, capture_output=True, check=True)
+    subprocess.run([netfilter("nft"), "-f", "-"], input=rules, text=True, capture_output=True, check=True)
 
 
 def cni_config(data_dir: Path) -> dict[str, object]:

@@ -92,10 +92,23 @@ def _default_route() -> dict[str, str]:
     return next(r for r in routes if r["dst"] == "default")
 
 
+def test_node_runs_the_cached_iptables_and_nft_not_the_hosts(real_cluster: localcluster.Cluster) -> None:
+    # fresh machines of this kind carry neither: Debian's, unpacked into the tool cache
+    bin_dir = localcluster.cache_bin() / "netfilter-debian" / "bin"
+    assert node_host.netfilter_bin() == bin_dir
+    version = subprocess.run([node_host.netfilter("iptables"), "--version"],
+                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert "(nf_tables)" in version
+    # kube-proxy found them on its PATH: its chains are in the nat table the cache's reads
+    nat = subprocess.run([node_host.netfilter("iptables-save"), "-t", "nat"],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert ":KUBE-SERVICES" in nat
+
+
 def test_host_forwards_nothing_between_the_bridge_and_another_interface(
     real_cluster: localcluster.Cluster,
 ) -> None:
-    table = subprocess.run(["nft", "list", "table", "inet", node_host.ISOLATE_TABLE],
+    table = subprocess.run([node_host.netfilter("nft"), "list", "table", "inet", node_host.ISOLATE_TABLE],
                            capture_output=True, text=True, check=True).stdout  # fmt: skip
     # before iptables' filter table (priority 0), where kube-proxy accepts marked traffic
     assert "type filter hook forward priority filter - 10; policy accept;" in table
@@ -103,7 +116,8 @@ def test_host_forwards_nothing_between_the_bridge_and_another_interface(
     assert f'iifname != "{BRIDGE}" oifname "{BRIDGE}" drop' in table
     # every masquerade is kube-proxy's, for marked service traffic (to the bridge, as the
     # routes above allow); none names the outside interface, and the CNI plugin adds none
-    nat = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True, check=True).stdout
+    nat = subprocess.run([node_host.netfilter("iptables-save"), "-t", "nat"],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
     masquerades = [r for r in nat.splitlines() if "MASQUERADE" in r or "SNAT" in r]
     assert masquerades, "kube-proxy's service masquerade is missing: is kube-proxy running?"
     assert all(r.startswith("-A KUBE-POSTROUTING ") for r in masquerades), masquerades
