@@ -111,10 +111,17 @@ build_helm() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# Debian's PACKAGEs downloaded into DIR (apt's lists refreshed once if they are stale) and each
+# unpacked into DIR/root: nothing installed. Every Debian part of the cache comes this way.
+unpack_debs() { # DIR PACKAGE...
+  local dir=$1 deb; shift
+  (cd "$dir" && { apt-get download "$@" >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get download "$@" >/dev/null; }; } \
+     && for deb in ./*.deb; do dpkg-deb -x "$deb" root; done)
+}
+
 get_prometheus() {
   local out="$CACHE/bin/prometheus-debian" tmp; tmp=$(mktemp -d)
-  (cd "$tmp" && { apt-get download prometheus >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get download prometheus >/dev/null; }; } \
-     && dpkg-deb -x prometheus_*.deb root)
+  unpack_debs "$tmp" prometheus
   mkdir -p "$out.tmp"
   cp "$tmp/root/usr/bin/prometheus" "$tmp/root/usr/bin/promtool" "$out.tmp/"
   rm -rf "$tmp" "$out"; mv "$out.tmp" "$out"
@@ -124,8 +131,7 @@ get_prometheus() {
 # umoci, which the image test runs the built image with (tests/release/test_image.py).
 get_debian_command() { # PACKAGE COMMAND
   local out="$CACHE/bin/$1-debian" tmp; tmp=$(mktemp -d)
-  (cd "$tmp" && { apt-get download "$1" >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get download "$1" >/dev/null; }; } \
-     && dpkg-deb -x "$1"_*.deb root)
+  unpack_debs "$tmp" "$1"
   mkdir -p "$out.tmp"
   cp -L "$(ls "$tmp/root/usr/sbin/$2" "$tmp/root/usr/bin/$2" 2>/dev/null | head -1)" "$out.tmp/$2"
   rm -rf "$tmp" "$out"; mv "$out.tmp" "$out"
@@ -138,18 +144,17 @@ get_debian_command() { # PACKAGE COMMAND
 # the node's processes and node_host find them there before the host's own.
 NETFILTER_PACKAGES="iptables libip4tc2 libip6tc2 libxtables12 libmnl0 libnetfilter-conntrack3 libnfnetlink0 libnftnl11 nftables libnftables1 libjansson4 libedit2"
 get_netfilter() {
-  local out="$CACHE/bin/netfilter-debian" tmp lib p cmd; tmp=$(mktemp -d)
+  local out="$CACHE/bin/netfilter-debian" tmp lib cmd target; tmp=$(mktemp -d)
   # shellcheck disable=SC2086
-  (cd "$tmp" && { apt-get download $NETFILTER_PACKAGES >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get download $NETFILTER_PACKAGES >/dev/null; }; } \
-     && for p in ./*.deb; do dpkg-deb -x "$p" root; done)
+  unpack_debs "$tmp" $NETFILTER_PACKAGES
   rm -rf "$out.tmp"; mkdir -p "$out.tmp/bin"; mv "$tmp/root" "$out.tmp/root"; rm -rf "$tmp"
   lib=$(dirname "$(find "$out.tmp/root" -name 'libxtables.so.12' | head -1)")
   lib=${lib#"$out.tmp/"}
-  for cmd in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
-    printf '#!/usr/bin/env bash\nd=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)\nLD_LIBRARY_PATH="$d/%s" XTABLES_LIBDIR="$d/%s/xtables" exec -a %s "$d/root/usr/sbin/xtables-nft-multi" "$@"\n' \
-      "$lib" "$lib" "$cmd" >"$out.tmp/bin/$cmd"
+  for cmd in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore nft; do
+    target=xtables-nft-multi; [[ $cmd == nft ]] && target=nft  # the multi-call binary reads its name
+    printf '#!/usr/bin/env bash\nd=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)\nLD_LIBRARY_PATH="$d/%s" XTABLES_LIBDIR="$d/%s/xtables" exec -a %s "$d/root/usr/sbin/%s" "$@"\n' \
+      "$lib" "$lib" "$cmd" "$target" >"$out.tmp/bin/$cmd"
   done
-  printf '#!/usr/bin/env bash\nd=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)\nLD_LIBRARY_PATH="$d/%s" exec "$d/root/usr/sbin/nft" "$@"\n' "$lib" >"$out.tmp/bin/nft"
   chmod +x "$out.tmp/bin/"*
   "$out.tmp/bin/iptables" --version >/dev/null && "$out.tmp/bin/nft" --version >/dev/null
   rm -rf "$out"; mv "$out.tmp" "$out"
@@ -369,8 +374,7 @@ build_node() {
 }
 build_runc() { # OUT
   local tmp; tmp=$(mktemp -d)
-  (cd "$tmp" && { apt-get download libseccomp-dev >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get download libseccomp-dev >/dev/null; }; } \
-     && dpkg-deb -x libseccomp-dev_*.deb root)
+  unpack_debs "$tmp" libseccomp-dev
   # its pkg-config file names /usr: point it at the unpacked tree
   local pc; pc=$(find "$tmp/root" -name libseccomp.pc | head -1)
   sed -i "s|^prefix=.*|prefix=$tmp/root/usr|; s|^libdir=.*|libdir=$(dirname "$(dirname "$pc")")|" "$pc"
