@@ -372,13 +372,17 @@ build_node() {
   [[ $failed == 0 ]] || { log "a part of the real node failed to build (output above)"; return 1; }
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
+# libseccomp-dev's library directory goes in CGO_LDFLAGS as well as pkg-config's flags: Go's
+# build cache keeps the cgo package's pkg-config link flags from the first build (the -L of
+# that build's temporary tree), so a later build that reused the package (a new K8S_VERSION's
+# node) linked against a deleted directory and failed with "cannot find -lseccomp".
 build_runc() { # OUT
   local tmp; tmp=$(mktemp -d)
   unpack_debs "$tmp" libseccomp-dev
   # its pkg-config file names /usr: point it at the unpacked tree
-  local pc; pc=$(find "$tmp/root" -name libseccomp.pc | head -1)
-  sed -i "s|^prefix=.*|prefix=$tmp/root/usr|; s|^libdir=.*|libdir=$(dirname "$(dirname "$pc")")|" "$pc"
-  CGO_ENABLED=1 PKG_CONFIG_PATH=$(dirname "$pc") GOBIN="$1" go install -trimpath -tags "seccomp urfave_cli_no_docs netgo osusergo" \
+  local pc lib; pc=$(find "$tmp/root" -name libseccomp.pc | head -1); lib=$(dirname "$(dirname "$pc")")
+  sed -i "s|^prefix=.*|prefix=$tmp/root/usr|; s|^libdir=.*|libdir=$lib|" "$pc"
+  CGO_ENABLED=1 PKG_CONFIG_PATH=$(dirname "$pc") CGO_LDFLAGS="-L$lib" GOBIN="$1" go install -trimpath -tags "seccomp urfave_cli_no_docs netgo osusergo" \
       -ldflags "-s -w -X main.version=${RUNC_VERSION#v} -extldflags -static" \
       "github.com/opencontainers/runc@$RUNC_VERSION"
   rm -rf "$tmp"
