@@ -27,11 +27,18 @@ class DurationError(ValueError):
     """Not a Go duration; the message shows the expected form."""
 
 
+# Go's durations are int64 nanoseconds: time.ParseDuration refuses anything longer
+_MAX_SECONDS = Decimal(2**63 - 1) / 1_000_000_000
+_RANGE = "Go durations stop at 2562047h47m16.854775807s"
+
+
 def parse_duration(text: str | int | float) -> timedelta:
     """Parse a Go duration string. Bare numbers are seconds (a YAML convenience)."""
     if isinstance(text, bool):
         raise DurationError(f"{text!r} is not a duration (expected e.g. '30s', '5m', '1m30s')")
     if isinstance(text, int | float):
+        if not -_MAX_SECONDS <= text <= _MAX_SECONDS:
+            raise DurationError(f"{text!r} seconds is out of range ({_RANGE})")
         return timedelta(seconds=text)
     s = text.strip()
     sign = 1
@@ -50,6 +57,8 @@ def parse_duration(text: str | int | float) -> timedelta:
         pos = m.end()
     if pos == 0:
         raise DurationError(f"{text!r} is not a duration (expected e.g. '30s', '5m', '1m30s', '1.5h')")
+    if total > _MAX_SECONDS:
+        raise DurationError(f"{text!r} is out of range ({_RANGE})")
     micro = int((total * 1_000_000).to_integral_value())
     return timedelta(microseconds=sign * micro)
 
@@ -84,6 +93,7 @@ class TimeError(ValueError):
     """Not an RFC 3339 time."""
 
 
+_FIRST_YEAR, _LAST_YEAR = 1000, 9000
 _RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 
 
@@ -100,9 +110,16 @@ def parse_time(text: str | datetime) -> datetime:
     if frac and len(frac.group(1)) > 6:  # Python keeps microseconds; Go keeps nanoseconds
         norm = norm.replace(frac.group(0), "." + frac.group(1)[:6])
     try:
-        return datetime.fromisoformat(norm).astimezone(UTC)
-    except ValueError as e:
+        when = datetime.fromisoformat(norm).astimezone(UTC)
+    except (ValueError, OverflowError) as e:
         raise TimeError(f"{text!r} is not a valid time: {e}") from e
+    if not _FIRST_YEAR <= when.year <= _LAST_YEAR:
+        # the controller subtracts windows of up to 292 years (Go's longest duration) from
+        # its clock: a time near year 1 or 9999 would leave the calendar
+        raise TimeError(
+            f"{text!r} is out of range: times must fall in the years {_FIRST_YEAR} to {_LAST_YEAR}"
+        )
+    return when
 
 
 def format_time(t: datetime) -> str:

@@ -99,6 +99,8 @@ class Quantity:
             value = number * (Decimal(2) ** _BINARY_SUFFIXES[suffix])
         elif exp := _EXPONENT.match(suffix):
             fmt = Format.DECIMAL_EXPONENT
+            if len(exp.group(1).lstrip("+-")) > 6:
+                raise QuantityError(f"{text!r} is out of range: its exponent is beyond any quantity")
             value = number.scaleb(int(exp.group(1)))
         else:
             raise QuantityError(

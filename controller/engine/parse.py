@@ -12,7 +12,6 @@ minReplicas 1, the CPU 80% metric when none is given, and behavior's policies/wi
 
 from __future__ import annotations
 
-import difflib
 from typing import Any, Protocol, TypeVar
 
 from shared.jsondoc import json_copy
@@ -44,6 +43,7 @@ from .parse_objects import (
     parse_pod_spec,
 )
 from .reader import SnapshotError, _Reader, _type_name
+from .snapshot_keys import unknown_keys
 from .versions import Release, VersionError, nearest, parse_minor
 
 T = TypeVar("T")
@@ -69,22 +69,6 @@ __all__ = [
     "review_snapshot",
 ]
 
-# a snapshot's keys (docs/snapshot.md); name, description and expect are the conformance
-# cases' own, which decide ignores
-SNAPSHOT_KEYS = frozenset(
-    {
-        "now", "controller", "hpa", "scale", "scaleError", "scaleUpdateError", "podMetrics",
-        "customMetrics", "externalMetrics", "metricErrors", "pods", "selectingHPAs", "history",
-        "name", "description", "expect",
-    }
-)  # fmt: skip
-CONTROLLER_KEYS = frozenset(
-    {
-        "tolerance", "cpuInitializationPeriod", "initialReadinessDelay", "downscaleStabilizationWindow",
-        "scaleUpLimitFactor", "scaleUpLimitMinimum", "featureGates", "kubernetesVersion",
-    }
-)  # fmt: skip
-
 
 def review_snapshot(data: Any) -> tuple[list[str], list[str]]:
     """What ``parse_snapshot`` does not refuse but a user should hear, before deciding: keys
@@ -95,17 +79,7 @@ def review_snapshot(data: Any) -> tuple[list[str], list[str]]:
     warnings: list[str] = []
     if not isinstance(data, dict):
         return errors, warnings
-    for where, got, known in (
-        ("", data, SNAPSHOT_KEYS),
-        ("controller.", data.get("controller"), CONTROLLER_KEYS),
-    ):
-        if not isinstance(got, dict):
-            continue
-        for key in got:
-            if key not in known:
-                hint = difflib.get_close_matches(str(key), sorted(known), n=1)
-                extra = f" (did you mean {hint[0]!r}?)" if hint else f" (known: {', '.join(sorted(known))})"
-                errors.append(f"{where}{key}: unknown key{extra}")
+    errors.extend(unknown_keys(data))
     settings = data.get("controller")
     version = settings.get("kubernetesVersion") if isinstance(settings, dict) else None
     if isinstance(version, str) and version:

@@ -91,7 +91,7 @@ def parse_custom_metric(r: _Reader) -> CustomMetric:
         metric,
         r.time("timestamp"),
         value,
-        r.integer("windowSeconds"),
+        r.integer("windowSeconds", bits=64),
     )
 
 

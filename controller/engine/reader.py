@@ -87,14 +87,18 @@ class _Reader:
             raise SnapshotError(self._sub(key), f"must be a string, got {_type_name(v)}")
         return v
 
-    def integer(self, key: str, default: int | None = None) -> int | None:
+    def integer(self, key: str, default: int | None = None, bits: int = 32) -> int | None:
+        """An integer that fits the field's Go type: int32 (every replica count, window and
+        period of autoscaling/v2) unless ``bits`` says 64."""
         v = self.raw(key)
         if v is None:
             return default
         if isinstance(v, bool) or not isinstance(v, int):
-            if isinstance(v, float) and v.is_integer():
-                return int(v)
-            raise SnapshotError(self._sub(key), f"must be an integer, got {v!r}")
+            if not (isinstance(v, float) and v.is_integer()):
+                raise SnapshotError(self._sub(key), f"must be an integer, got {v!r}")
+            v = int(v)
+        if not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1):
+            raise SnapshotError(self._sub(key), f"{v} is out of range for an int{bits}")
         return v
 
     def number(self, key: str, default: float) -> float:
@@ -123,7 +127,14 @@ class _Reader:
             raise SnapshotError(self._sub(key), f"invalid {what}: {e}") from None
 
     def quantity(self, key: str) -> Quantity | None:
-        return self._conv(key, Quantity.parse, "quantity")
+        q = self._conv(key, Quantity.parse, "quantity")
+        # the controller works in milli-units held in an int64 (MilliValue); past that Go's
+        # arithmetic is undefined, so such a value is refused rather than guessed at
+        if q is not None and abs(q.value) * 1000 >= 2**63:
+            raise SnapshotError(
+                self._sub(key), f"quantity {self.raw(key)!r} is out of range (at most 9223372036854775807m)"
+            )
+        return q
 
     def time(self, key: str) -> datetime | None:
         return self._conv(key, parse_time, "time")
