@@ -12,8 +12,6 @@ import asyncio
 import sys
 import urllib.parse
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from adapter.commandline import compat
 from adapter.commandline.check_config import check_config
@@ -25,15 +23,15 @@ from adapter.team.team_rules import Limits
 from promclient.backends import Backends, backend_factory
 from promclient.prometheus import Prometheus
 from rules.config import ConfigError, parse_config
-from shared import eventloop, exitcodes
+from shared import eventloop, exitcodes, inputfiles
+from shared.cliflags import apply_input_size
 from shared.gcpolicy import pause_collection, resume_collection
 from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
 from shared.kube.discovery import served_resources
 from shared.kube.errors import KubeError
-from shared.textfile import decode_text
 
-from .server import load_rules, serve
+from .server import serve
 
 
 def _served_resources(kubeconfig: str) -> dict[str, set[str]] | int:
@@ -55,10 +53,18 @@ def _served_resources(kubeconfig: str) -> dict[str, set[str]] | int:
 
 def check(args: list[str]) -> int:
     c = check_parser().parse_args(args)
-    data = sys.stdin.buffer.read() if c.config == "-" else None  # read once: it is a stream
-    if data is not None:
-        c.config = "<stdin>"
-    found = _metric_rules(c.config, data)
+    apply_input_size(c)
+    try:  # read once, bounded (standard input is a stream)
+        text = inputfiles.read_text(c.config)
+    except inputfiles.InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    c.config = inputfiles.source_name(c.config)
+    try:
+        found = manifests(text, c.config)
+    except inputfiles.InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if found is not None:
         try:
             size, cost = team_limits(c)
@@ -68,7 +74,7 @@ def check(args: list[str]) -> int:
         names = {"" if n.strip() in ("", "default") else n.strip() for n in c.team_rule_backends.split(",")}
         limits = Limits(backends=frozenset(names), size=size, cost=cost)
         return asyncio.run(
-            check_manifests(c.config, found, limits, c.team_rule_judge_timeout.total_seconds())
+            check_manifests(c.config, found, limits, c.team_rule_judge_timeout.total_seconds(), c.output)
         )
     served = None
     if c.kubeconfig:
@@ -91,9 +97,7 @@ def check(args: list[str]) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
         try:
-            specs = (
-                load_rules(c.config) if data is None else parse_config(decode_text(data), c.config)
-            ).backends
+            specs = parse_config(text, c.config).backends
         except (ConfigError, ValueError):
             specs = ()  # check_config reports it, with file and line
         try:
@@ -105,17 +109,7 @@ def check(args: list[str]) -> int:
             prom = Backends(default, backend_factory(base, 0), specs)
         except (OSError, ValueError):  # a backend's file or library missing: validate names it
             prom = Backends(default, backend_factory(base, 0), ())
-    return asyncio.run(check_config(c.config, prom, c.metrics_max_age, served, data))
-
-
-def _metric_rules(path: str, data: bytes | None) -> list[tuple[int, dict[str, Any]]] | None:
-    """The file's MetricRule manifests, or None when it is a rule file (or unreadable:
-    ``check_config`` says why)."""
-    try:
-        text = (Path(path).read_bytes() if data is None else data).decode("utf-8")
-    except (OSError, ValueError):
-        return None
-    return manifests(text)
+    return asyncio.run(check_config(c.config, prom, c.metrics_max_age, served, text, c.output))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

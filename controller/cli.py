@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from controller.commands import compare, decide, replay, run, snapshot, why
 from controller.commands.common import _endpoint_flags, _live_flags, _settings
 from controller.engine.gates import GateError
-from shared.cliflags import apply_kubectl_flags
+from shared.cliflags import apply_input_size, apply_kubectl_flags
 from shared.version import promhpa_version
 
 
 def build_parser(prog: str = "promhpa-controller") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="promhpa's HPA controller and its tools.")
-    p.add_argument("--version", action="version", version=f"promhpa-controller {promhpa_version()}")
+    p.add_argument("--version", action="version", version=f"{prog} {promhpa_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     decide.add_parser(sub)
     run.add_parser(sub)
@@ -47,6 +47,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "promhpa-controller") ->
     parser = build_parser(prog)
     args = parser.parse_args(argv)
     args.argv = argv
+    apply_input_size(args)
     problem = apply_kubectl_flags(args)
     if problem is not None:
         parser.error(problem)

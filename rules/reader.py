@@ -8,6 +8,7 @@ private names from inside a function, to break the cycle the two made.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Callable
 from typing import TypeVar
@@ -70,11 +71,13 @@ class Checker:
         for k, v in node.value:
             key = str(k.value)
             if key not in allowed:
-                hint = difflib.get_close_matches(key, sorted(allowed), n=1)
-                extra = (
-                    f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(sorted(allowed))})"
+                self.note(
+                    self.fail(
+                        k,
+                        f"{path}.{key}" if path else key,
+                        f"unknown key{_unknown_hint(key, frozenset(allowed))}",
+                    )
                 )
-                self.note(self.fail(k, f"{path}.{key}" if path else key, f"unknown key{extra}"))
                 continue
             if key in out:
                 self.note(self.fail(k, f"{path}.{key}" if path else key, "duplicate key"))
@@ -105,8 +108,15 @@ class Checker:
         return list(node.value)
 
     def string(self, node: yaml.Node, path: str) -> str:
+        """A string field: a number or a boolean there is refused, as prometheus-adapter's
+        loader refuses it (quoting it makes it a string)."""
         if not isinstance(node, yaml.ScalarNode):
             raise self.fail(node, path, f"must be a string, got {kind_of(node)}")
+        if node.tag.endswith((":int", ":float", ":bool")):
+            what = "a boolean" if node.tag.endswith(":bool") else "a number"
+            raise self.fail(
+                node, path, f"must be a string, got {what} ({node.value}); quote it if it is meant as text"
+            )
         return "" if node.tag.endswith(":null") else str(node.value)
 
     def boolean(self, node: yaml.Node, path: str) -> bool:
@@ -143,6 +153,14 @@ class Checker:
                 ),
             )
         return t
+
+
+@functools.lru_cache(maxsize=1024)
+def _unknown_hint(key: str, allowed: frozenset[str]) -> str:
+    """The nearest allowed key, or the list: a file of 30,000 rules with the same typo asks
+    difflib once."""
+    hint = difflib.get_close_matches(key, sorted(allowed), n=1)
+    return f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(sorted(allowed))})"
 
 
 def kind_of(node: yaml.Node) -> str:

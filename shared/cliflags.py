@@ -164,3 +164,40 @@ def deprecated_alias(canonical: str, old: str, *, store_true: bool = False) -> t
             super().__call__(parser, namespace, values, option_string)
 
     return Alias
+
+
+def byte_size(text: str) -> int:
+    """A size as a Kubernetes quantity ('16Mi', '64Mi', '100M') or plain bytes."""
+    from shared.quantity import Quantity, QuantityError
+
+    try:
+        value = Quantity.parse(text).int_value()
+    except QuantityError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size of at least one byte")
+    return value
+
+
+def add_input_size_flag(p: argparse.ArgumentParser) -> None:
+    """``--max-input-size``: the bound on every file and stream the command reads
+    (``shared.inputfiles``); applied by ``apply_input_size``."""
+    from shared.inputfiles import Limits
+
+    default = Limits().max_bytes
+    p.add_argument(
+        "--max-input-size",
+        type=byte_size,
+        default=default,
+        metavar="SIZE",
+        help=f"refuse any input file or stream larger than this (default {default // 2**20}Mi; "
+        "e.g. 64Mi for a snapshot of a very large HPA)",
+    )
+
+
+def apply_input_size(args: argparse.Namespace) -> None:
+    from shared import inputfiles
+
+    size = getattr(args, "max_input_size", None)
+    if size:
+        inputfiles.set_max_bytes(size)

@@ -85,7 +85,7 @@ def _size(n: int) -> str:
 
 
 def source_name(path: str) -> str:
-    return "standard input" if path == "-" else path
+    return "<stdin>" if path == "-" else path
 
 
 def read_bytes(path: str, max_bytes: int | None = None) -> bytes:

@@ -10,10 +10,13 @@ the cluster's API discovery (custom resources included).
 from __future__ import annotations
 
 import difflib
+import json
 import sys
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
+from typing import Any
+
+import yaml
 
 from promclient.backends import Backends
 from promclient.promapi import PrometheusAPI, PrometheusRejected, PrometheusUnavailable
@@ -25,8 +28,8 @@ from rules.rule_lint import lint
 from rules.series import index_series
 from rules.templates import TemplateError
 from rules.upstream_config import Upstream
+from shared import inputfiles
 from shared.kube.resources import WELL_KNOWN
-from shared.textfile import decode_text
 
 
 def _resource_errors(path: str, rule: Rule, served: dict[str, set[str]] | None) -> list[str]:
@@ -191,35 +194,71 @@ async def check_config(
     prom: PrometheusAPI | Backends | None,
     max_age: timedelta,
     served: dict[str, set[str]] | None = None,
-    data: bytes | None = None,
+    text: str | None = None,
+    output: str = "text",
 ) -> int:
     """0: every check passed; 1: a rule can never work (an unknown resource, a query
     Prometheus refuses, Prometheus or the cluster unreachable); 2: the file itself is invalid.
-    ``data``: the file's bytes when they were read already (standard input, ``-``)."""
-    try:
-        text = decode_text(Path(path).read_bytes() if data is None else data)
-    except OSError as e:
-        print(f"error: cannot read {path}: {e.strerror}", file=sys.stderr)
-        return 2
-    except ValueError as e:
-        print(f"error: {path}: {e}", file=sys.stderr)
-        return 2
+    ``text``: the file when it was read already (standard input, ``-``)."""
+    if text is None:
+        try:
+            text = inputfiles.read_text(path)
+        except inputfiles.InputError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     v = await validate(text, path, prom, max_age, served)
+    errors = v.errors + v.unverified  # here, unproven counts as failed
+    code = 2 if v.invalid_file else 1 if errors else 0
+    if output != "text":
+        print_document(
+            {
+                "file": path,
+                "valid": code == 0,
+                "exitCode": code,
+                **capped("errors", errors),
+                "warnings": v.warnings[:MAX_LINES],
+                "skipped": v.skipped,
+            },
+            output,
+        )
+        return code
     for line in v.report:
         print(line)
-    for warning in v.warnings:
+    for warning in v.warnings[:MAX_LINES]:
         print(f"warning: {warning}", file=sys.stderr)
-    errors = v.errors + v.unverified  # here, unproven counts as failed
-    for err in errors:
-        print(f"error: {err}", file=sys.stderr)
-    if v.invalid_file:
-        print(f"{len(errors)} error(s)")
-        return 2
+    print_capped(errors)
     if errors:
         print(f"{len(errors)} error(s)")
     else:
         print("OK" + (f" ({len(v.warnings)} warning(s))" if v.warnings else ""))
-    return 1 if errors else 0
+    return code
+
+
+# a file with 100,000 mistakes is fixed from its first ones: the rest are counted, not printed
+MAX_LINES = 100
+
+
+def capped(key: str, lines: list[str]) -> dict[str, Any]:
+    """``{key: the first MAX_LINES}``, and ``more<Key>``: how many were left out."""
+    out: dict[str, Any] = {key: lines[:MAX_LINES]}
+    if len(lines) > MAX_LINES:
+        out["more" + key[:1].upper() + key[1:]] = len(lines) - MAX_LINES
+    return out
+
+
+def print_capped(errors: list[str]) -> None:
+    for err in errors[:MAX_LINES]:
+        print(f"error: {err}", file=sys.stderr)
+    if len(errors) > MAX_LINES:
+        print(f"error: ... and {len(errors) - MAX_LINES} more errors", file=sys.stderr)
+
+
+def print_document(doc: dict[str, Any], output: str) -> None:
+    """One JSON or YAML document on stdout, for a script or CI to read."""
+    if output == "json":
+        print(json.dumps(doc, indent=2))
+    else:
+        print(yaml.safe_dump(doc, sort_keys=False), end="")
 
 
 async def _check_rule(

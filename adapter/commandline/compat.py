@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-import yaml
 
+from shared import inputfiles
 from shared.durations import DurationError, parse_duration
 
 log = structlog.get_logger("adapter")
@@ -270,9 +270,11 @@ def auth_from_kubeconfig(path: str) -> dict[str, Any]:
     the server address is --prometheus-url's) and user (token, token file, client
     certificate, basic auth). Inline ``*-data`` is written to private files."""
     try:
-        doc = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise ValueError(f"--prometheus-auth-config {path}: cannot read it: {e}") from None
+        doc = inputfiles.read_one(path) or {}
+    except inputfiles.InputError as e:
+        raise ValueError(f"--prometheus-auth-config {e}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"--prometheus-auth-config {path}: is not a kubeconfig (not a mapping)")
 
     def named(kind: str, name: str | None) -> dict[str, Any]:
         items = doc.get(kind + "s") or []

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from adapter.serving.rules_webhook import WEBHOOK_PATH
 from shared.cliflags import (
+    add_input_size_flag,
     add_log_flags,
     add_runtime_flags,
     add_tls_flags,
@@ -59,6 +60,16 @@ def check_parser() -> argparse.ArgumentParser:
     )
     team_limit_flags(team)
     team.add_argument("--team-rule-backends", default="default", metavar="NAMES", help="as the adapter's")
+    add_input_size_flag(p)
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json", "yaml"),
+        type=lambda v: "text" if v == "table" else v,
+        default="text",
+        help="text (the default: the report, then one error a line on stderr), or json / yaml "
+        "(one document on stdout: the verdict, every error and warning)",
+    )
     return p
 
 

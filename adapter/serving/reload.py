@@ -15,14 +15,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import os
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import structlog
 
 from promclient.promapi import PrometheusUnavailable
 from rules.config import ConfigError, parse_config
+from shared import inputfiles
 
 log = structlog.get_logger("adapter")
 
@@ -45,15 +46,20 @@ class RuleReloader:
         )
         self.digest = self._digest(self._read())
 
-    def _read(self) -> str | None:
-        try:
-            return Path(self.path).read_text(encoding="utf-8")
-        except OSError:
+    def _read(self) -> str | inputfiles.InputError | None:
+        """The file's text; None while it is missing (a ConfigMap's files are swapped by
+        renaming, so it can be for a moment); the bounded loader's error when it cannot be
+        used (too large, not UTF-8), which refuses the reload like any broken rule."""
+        if not os.path.exists(self.path):
             return None
+        try:
+            return inputfiles.read_text(self.path)
+        except inputfiles.InputError as e:
+            return e
 
     @staticmethod
-    def _digest(text: str | None) -> str | None:
-        return hashlib.sha256(text.encode()).hexdigest() if text is not None else None
+    def _digest(text: str | inputfiles.InputError | None) -> str | None:
+        return hashlib.sha256(str(text).encode()).hexdigest() if text is not None else None
 
     async def check(self) -> str:
         """unchanged | reloaded | refused"""
@@ -63,6 +69,8 @@ class RuleReloader:
             return "unchanged"  # a missing file (mid-swap) is retried at the next look
         self.digest = digest
         try:
+            if isinstance(text, inputfiles.InputError):
+                raise ConfigError(str(text))
             config = parse_config(text, self.path)
         except ConfigError as e:
             log.error("rule file refused; still serving the previous rules", file=self.path, error=str(e))

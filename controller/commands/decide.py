@@ -14,6 +14,7 @@ from controller.engine.explain import explain
 from controller.engine.model import History
 from controller.engine.parse import review_snapshot
 from controller.snapshot_files import SnapshotFileError, load_documents
+from shared.cliflags import add_input_size_flag
 
 from .common import EXIT_MALFORMED, OUTPUTS, _output
 
@@ -48,6 +49,7 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="feed each decision's history into the next snapshot of the same HPA that has none",
     )
+    add_input_size_flag(d)
     d.set_defaults(func=cmd_decide)
 
 

@@ -26,7 +26,8 @@ from controller.replay.report import as_csv, as_json, summarize, table
 from controller.replay.simulate import Outcome, Step
 from controller.replay.variants import assignment_of, moment, replay, requests_of, set_path
 from promclient.auth_flags import auth_flags, auth_settings
-from shared.cliflags import add_kubectl_flags
+from shared import exitcodes
+from shared.cliflags import add_input_size_flag, add_kubectl_flags
 from shared.durations import parse_duration
 
 
@@ -98,6 +99,7 @@ def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
                    help="--check: allowed increase in minutes above today's target (default 0)")  # fmt: skip
     live_flags(r)
     add_kubectl_flags(r)
+    add_input_size_flag(r)
     r.set_defaults(func=lambda a: cmd_replay(a, lambda version: settings(a, version)))
 
 
@@ -164,7 +166,9 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
         settings = settings_for(server_version(a.kubeconfig) if live else None)
     except (ValueError, OSError, RecordError, argparse.ArgumentTypeError, KubeError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        # the cluster refusing or not answering is a failure at run time (1), a kubeconfig
+        # or a file that cannot be used is the input's (2): docs/cli.md's table
+        return exitcodes.for_error(e) if isinstance(e, KubeError) else 2
     step = a.step or a.horizontal_pod_autoscaler_sync_period
     try:
         prom = prometheus(a.prometheus_url, a.prometheus_timeout.total_seconds(), **auth_settings(a))

@@ -5,13 +5,10 @@ cluster read."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from shared.textfile import decode_text
+from shared import inputfiles
 
 
 def _looks_like_a_file(arg: str) -> bool:
@@ -28,22 +25,10 @@ def _looks_like_a_file(arg: str) -> bool:
 def load_hpa(arg: str, kubeconfig: str | None) -> dict[str, Any]:
     """An HPA from a file (``-``: standard input) or, for NAMESPACE/NAME, from the cluster.
     A path that names no file is "no such file", never a cluster read."""
-    path = Path(arg)
-    if arg == "-" or path.exists():
-        where = "standard input" if arg == "-" else arg
-        try:
-            raw = sys.stdin.buffer.read() if arg == "-" else path.read_bytes()
-            data = yaml.safe_load(decode_text(raw))
-        except ValueError as e:  # not UTF-8 text
-            raise ValueError(f"{where}: {e}") from None
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            line = f"line {mark.line + 1}: " if mark is not None else ""
-            raise ValueError(f"{where}: {line}not valid YAML: {getattr(e, 'problem', None) or e}") from None
-        except OSError as e:
-            raise ValueError(f"{where}: cannot read it: {e.strerror or e}") from None
+    if arg == "-" or Path(arg).exists():
+        data = inputfiles.read_one(arg)  # InputError: one line, exit 2
         if not isinstance(data, dict) or data.get("kind") != "HorizontalPodAutoscaler":
-            raise ValueError(f"{where}: not a HorizontalPodAutoscaler")
+            raise inputfiles.InputError(inputfiles.source_name(arg), "not a HorizontalPodAutoscaler")
         return data
     if _looks_like_a_file(arg):
         raise ValueError(f"{arg}: no such file")

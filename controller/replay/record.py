@@ -22,13 +22,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from promclient.prometheus import Prometheus, PrometheusSettings
-from rules.config import Config, ConfigError, GroupResource, Rule, load_config, parse_config
+from rules.config import Config, ConfigError, GroupResource, Rule, load_config
 from rules.naming import PODS
 from rules.queries import ObjectQuery, container_query, custom_query, external_query
 from rules.series import index_series
 from shared.kube.resources import by_kind
 from shared.selectors import from_label_selector
-from shared.textfile import decode_text
 
 from .simulate import Step
 
@@ -53,13 +52,9 @@ def rules(path: str) -> Config:
     """The adapter's rule file (``-``: standard input), with the adapter's own validation
     (errors name file:line)."""
     try:
-        if path == "-":
-            return parse_config(decode_text(sys.stdin.buffer.read()), "<stdin>")
-        return load_config(path)
+        return load_config(path)  # the bounded loader: a file or standard input
     except ConfigError as e:
         raise RecordError(str(e)) from None
-    except ValueError as e:  # standard input that is not UTF-8 text
-        raise RecordError(f"<stdin>: {e}") from None
 
 
 def prometheus(url: str, timeout: float, **auth: Any) -> Prometheus:

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from controller.engine.model import Settings
+from shared import inputfiles
 from shared.durations import DurationError, parse_time
 from shared.quantity import Quantity, QuantityError
 
@@ -55,7 +56,10 @@ def assignment_of(assignment: str) -> tuple[list[str | int], Any]:
             raise ValueError(f"--set {assignment!r}: {part!r} is not a field name")
         keys.append(m.group(1))
         keys += [int(i) for i in re.findall(r"\[(\d+)\]", m.group(2))]
-    value = yaml.safe_load(raw)
+    try:
+        value = inputfiles.load_one(raw, f"--set {path}")
+    except (inputfiles.InputError, yaml.YAMLError) as e:
+        raise ValueError(f"--set {assignment!r}: {e}") from None
     try:
         hpa_fields.check(keys, value)
     except hpa_fields.FieldError as e:

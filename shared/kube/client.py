@@ -18,12 +18,11 @@ import os
 from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from shared.textfile import decode_text
+from shared import inputfiles
 from shared.version import promhpa_version
 
 from .errors import KubeconfigError, KubeError, Timeout, from_status
@@ -106,24 +105,13 @@ def _said(e: Exception) -> str:
 def _check_kubeconfig(path: str) -> None:
     """A kubeconfig the loader can read, or KubeconfigError with one line: the loader itself
     answers a broken file with a YAML or Unicode traceback."""
-    import yaml
-
     try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise KubeconfigError(path, f"cannot read it: {e.strerror or e}") from None
-    try:
-        text = decode_text(data)
-    except ValueError as e:
-        raise KubeconfigError(path, str(e)) from None
-    if not text.strip():
-        raise KubeconfigError(path, "is empty")
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise KubeconfigError(path, f"{where}not valid YAML: {getattr(e, 'problem', None) or e}") from None
+        text = inputfiles.read_text(path)
+        if not text.strip():
+            raise KubeconfigError(path, "is empty")
+        doc = inputfiles.load_one(text, path)
+    except inputfiles.InputError as e:  # too large, too deep, aliases, not YAML
+        raise KubeconfigError(path, e.detail()) from None
     if not isinstance(doc, dict) or not doc.get("clusters"):
         raise KubeconfigError(path, "is not a kubeconfig (no clusters)")
 
