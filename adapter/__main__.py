@@ -52,6 +52,14 @@ def _served_resources(kubeconfig: str) -> dict[str, set[str]] | int:
 
 
 def check(args: list[str]) -> int:
+    try:
+        return _check(args)
+    except inputfiles.InputError as e:  # a file named by a flag (a CA bundle, ...) cannot be used
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _check(args: list[str]) -> int:
     c = check_parser().parse_args(args)
     apply_input_size(c)
     try:  # read once, bounded (standard input is a stream)

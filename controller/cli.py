@@ -12,6 +12,7 @@ from controller.commands import compare, decide, replay, run, snapshot, why
 from controller.commands.common import _endpoint_flags, _live_flags, _settings
 from controller.engine.gates import GateError
 from shared.cliflags import apply_input_size, apply_kubectl_flags
+from shared.inputfiles import InputError
 from shared.version import promhpa_version
 
 
@@ -55,6 +56,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "promhpa-controller") ->
         return int(args.func(args))
     except GateError as e:  # a gate the release decided as does not have, or locks
         print(f"error: --feature-gates: {e}", file=sys.stderr)
+        return 2
+    except InputError as e:  # a file a command was given (a CA bundle, ...) cannot be used
+        print(f"error: {e}", file=sys.stderr)
         return 2
 
 

@@ -14,6 +14,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from shared.tls import client_context
+
 
 class EndpointError(Exception):
     """The controller could not be read; the message says why and what to do."""
@@ -34,7 +36,7 @@ def get(url: str, *, kubeconfig: str | None, ca_file: str | None = None, insecur
     ctx: ssl.SSLContext | None = None
     headers: dict[str, str] = {}
     if url.startswith("https:"):
-        ctx = ssl.create_default_context(cafile=ca_file)
+        ctx = client_context(ca_file)
         if insecure:
             ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
         headers = credentials(kubeconfig, ctx)

@@ -19,6 +19,7 @@ import base64
 import ssl
 
 from shared.rereadfile import RereadFile
+from shared.tls import client_context
 from shared.tlsfiles import CHECK_SECONDS, TLSFiles
 
 from .promsettings import PrometheusSettings
@@ -32,10 +33,7 @@ def ssl_context(s: PrometheusSettings) -> ssl.SSLContext | bool:
         # one verified context with the system's CAs for every such backend (shared.httpclient's, made
         # on first use): another per backend would read the system bundle again, ~16 ms each
         return True
-    ctx = ssl.create_default_context(cafile=s.ca_file)
-    if s.client_cert:
-        ctx.load_cert_chain(s.client_cert, s.client_key)
-    return ctx
+    return client_context(s.ca_file, s.client_cert, s.client_key)
 
 
 class RotatingTLS(TLSFiles):

@@ -58,10 +58,10 @@ class InputError(ValueError):
 @dataclass(frozen=True)
 class Limits:
     """What one input may hold. The defaults fit every real input several times over (a
-    snapshot of an HPA over 5,000 pods is about 2 MiB; Kubernetes keeps a ConfigMap under
+    snapshot of an HPA over 5,000 pods is about 2.5 MiB; Kubernetes keeps a ConfigMap under
     1 MiB) and keep a tool within 500 MB and 30 s on any input."""
 
-    max_bytes: int = 8 * 2**20
+    max_bytes: int = 4 * 2**20
     max_depth: int = 100
     max_alias_nodes: int = 100_000
 
@@ -158,7 +158,7 @@ def check_yaml(text: str, source: str) -> None:
                 top = path[-1] if path else None
                 if top is not None and top[0] and top[2]:
                     top[1] = event.value  # a mapping key: the path of what follows
-                elif event.style is None and event.value[:1] in "0123456789+-.":
+                elif not event.style and event.implicit[0] and event.value[:1] in "0123456789+-.":
                     _check_number(event, resolver, source, key)
                 counted(1, event)
             elif isinstance(event, yaml.CollectionStartEvent):
@@ -207,7 +207,7 @@ def _check_number(event: Any, resolver: Any, source: str, key: Any) -> None:
     line = _line(event)
     if tag == "tag:yaml.org,2002:float":
         try:
-            ok = math.isfinite(float(value))
+            ok = value.lower().lstrip("+-") not in (".inf", ".nan") and math.isfinite(float(value))
         except ValueError:
             ok = True  # YAML 1.1's sexagesimal forms: small by construction
         if not ok:

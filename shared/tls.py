@@ -105,3 +105,31 @@ def server_context(
         ctx.set_ciphers(ciphers)
     ctx.load_cert_chain(str(cert), str(key))
     return ctx
+
+
+def client_context(
+    ca_file: str | None = None, cert_file: str | None = None, key_file: str | None = None
+) -> ssl.SSLContext:
+    """A verifying client context: ``ca_file``'s CAs (the system's without one) and a client
+    certificate if given. Each file goes through the bounded loader first, so one that is
+    missing, too large, not PEM or holds no certificate is one ``InputError`` line naming
+    the file (exit 2), never ssl's traceback."""
+    from shared.inputfiles import InputError, read_pem
+
+    try:
+        ctx = (
+            ssl.create_default_context(cadata=read_pem(ca_file, "CA bundle"))
+            if ca_file
+            else ssl.create_default_context()
+        )
+    except ssl.SSLError as e:
+        raise InputError(str(ca_file), f"holds no usable CA certificate ({e.reason or e})") from None
+    if cert_file:
+        for path in (cert_file, key_file):
+            if path:
+                read_pem(path)
+        try:
+            ctx.load_cert_chain(cert_file, key_file or None)
+        except (ssl.SSLError, OSError) as e:
+            raise InputError(cert_file, f"is not a usable client certificate and key ({e})") from None
+    return ctx

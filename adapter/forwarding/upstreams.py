@@ -33,6 +33,7 @@ from adapter.serving.wire import CUSTOM, EXTERNAL, status
 from rules.upstream_config import IN_CLUSTER_TOKEN, Upstream, routed
 from shared.httpclient import Connections, Origin
 from shared.rereadfile import RereadFile
+from shared.tls import client_context
 from shared.tlsfiles import TLSFiles
 
 log = structlog.get_logger("adapter.forwarding.upstreams")
@@ -56,11 +57,9 @@ class UpstreamClient:
     def _ssl(self) -> ssl.SSLContext | bool:
         if not self.spec.url.startswith("https:"):
             return False
-        ctx = ssl.create_default_context(cafile=self.spec.ca_file)
+        ctx = client_context(self.spec.ca_file, self.spec.client_cert, self.spec.client_key)
         if self.spec.insecure_skip_tls_verify:
             ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-        if self.spec.client_cert:
-            ctx.load_cert_chain(self.spec.client_cert, self.spec.client_key)
         return ctx
 
     def _headers(self) -> dict[str, str]:

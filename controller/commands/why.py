@@ -27,6 +27,7 @@ import yaml
 from controller.endpoint_client import EndpointError, credentials, get_json
 from shared import exitcodes
 from shared.cliflags import add_kubectl_flags, deprecated_alias, http_url
+from shared.tls import client_context
 
 PORT_NAME = "metrics"  # the chart's name for the controller's HTTPS port
 
@@ -197,7 +198,7 @@ def _through_port_forward(leader: Leader, path: str, args: argparse.Namespace) -
     from shared.kube.errors import KubeError
     from shared.kube.portforward import port_forward
 
-    ctx = ssl.create_default_context(cafile=args.controller_ca_file)
+    ctx = client_context(args.controller_ca_file)
     if args.insecure_skip_tls_verify:
         ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
     headers = credentials(args.kubeconfig, ctx)
