@@ -6,7 +6,6 @@ the adapter reaches every tool that queries Prometheus."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from rules.backend_config import (
@@ -19,6 +18,7 @@ from rules.backend_config import (
     SigV4Config,
 )
 from shared.cliflags import deprecated_alias
+from shared.rereadfile import read_secret
 
 
 def _header(text: str) -> tuple[str, str]:
@@ -154,7 +154,7 @@ def auth_settings(a: argparse.Namespace) -> dict[str, Any]:
     basic = None
     if a.prometheus_auth_username:
         password_file = a.prometheus_auth_password_file
-        basic = (a.prometheus_auth_username, Path(password_file).read_text().strip() if password_file else "")
+        basic = (a.prometheus_auth_username, read_secret(password_file) if password_file else "")
     ways = [
         flag
         for flag, given in (

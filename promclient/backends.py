@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
 from rules.backend_config import TenantHeader
 from rules.config import Backend
+from shared.rereadfile import read_secret
 
 from .promapi import PrometheusAPI, PrometheusUnavailable
 from .prometheus import Prometheus, PrometheusSettings
@@ -168,7 +168,7 @@ def basic_auth(spec: Backend) -> tuple[str, str] | None:
     here so an unreadable one refuses the rule file, and again as it rotates)."""
     if not spec.username:
         return None
-    password = Path(spec.password_file).read_text().strip() if spec.password_file else ""
+    password = read_secret(spec.password_file) if spec.password_file else ""
     return spec.username, password
 
 

@@ -11,10 +11,10 @@ in the adapter's environment (the secret would cross the network in the clear).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from rules.backend_config import OAuth2Config
+from shared.rereadfile import read_secret
 
 from .cloud_credentials import CloudCredentials
 
@@ -32,7 +32,7 @@ class OAuth2Token(CloudCredentials):
         from requests_oauthlib import OAuth2Session
 
         c = self.config
-        secret = Path(c.client_secret_file).read_text().strip()
+        secret = read_secret(c.client_secret_file)
         session = OAuth2Session(
             client=BackendApplicationClient(client_id=c.client_id), scope=list(c.scopes) or None
         )

@@ -192,7 +192,11 @@ def check_yaml(text: str, source: str) -> None:
                 counted(n, None)
             elif isinstance(event, yaml.DocumentEndEvent):
                 anchors.clear()  # anchors do not cross documents
-    except yaml.YAMLError:
+    except yaml.YAMLError as e:
+        if "nesting depth" in str(e):  # libyaml's own bound (1000), met while scanning ahead
+            mark = getattr(e, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else None
+            raise InputError(source, f"nested deeper than {lim.max_depth} levels", line) from None
         return  # the loader reports the syntax error with its own line and column
 
 

@@ -9,10 +9,24 @@ call per request; every 10 s is well inside any rotation.
 
 from __future__ import annotations
 
+import errno
 import time
 from pathlib import Path
 
 REREAD_SECONDS = 10.0
+# a token, a password or a client secret is one line; a file past this is a mistake (a
+# --token-file=/dev/zero must not be read until memory runs out)
+SECRET_MAX_BYTES = 2**20
+
+
+def read_secret(path: str | Path) -> str:
+    """The stripped text of a token, password or secret file, read within
+    ``SECRET_MAX_BYTES``: a larger one is an OSError naming the path, as a missing one is."""
+    with open(path, "rb") as f:
+        data = f.read(SECRET_MAX_BYTES + 1)
+    if len(data) > SECRET_MAX_BYTES:
+        raise OSError(errno.EFBIG, "larger than 1 MiB; a token or password file holds one line", str(path))
+    return data.decode("utf-8").strip()
 
 
 class RereadFile:
@@ -27,7 +41,7 @@ class RereadFile:
     def text(self) -> str:
         now = time.monotonic()
         if self._read is None or now - self._read[0] > self.every:
-            self._read = (now, self.path.read_text().strip())
+            self._read = (now, read_secret(self.path))
         return self._read[1]
 
     def reread(self) -> bool:
@@ -35,7 +49,7 @@ class RereadFile:
         rotated since); True when the text changed. An unreadable file keeps the last text."""
         before = self._read[1] if self._read is not None else None
         try:
-            self._read = (time.monotonic(), self.path.read_text().strip())
+            self._read = (time.monotonic(), read_secret(self.path))
         except OSError:
             return False
         return self._read[1] != before

@@ -81,3 +81,33 @@ def test_a_broken_edit_changes_nothing(adapter: AdapterProcess, tmp_path: Path) 
     assert "rule file refused; still serving the previous rules" in log
     assert "adapter.yaml:" in log
     assert "metricQuery" in log  # the offending key, with its line
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (
+            "rules:\n"
+            + "".join(
+                f"- a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 9)
+            ).replace("*a0", "x"),
+            "aliases expand",
+        ),
+        ("rules: " + "[" * 5000 + "]" * 5000 + "\n", "nested"),
+        ("rules: []\n#" + "x" * (5 * 2**20) + "\n", "larger than the input limit"),
+        ("rules: [caf\xe9]\n", "not UTF-8"),
+    ],
+    ids=["aliases", "depth", "size", "latin-1"],
+)
+def test_an_edit_over_the_input_bounds_keeps_the_old_rules(
+    adapter: AdapterProcess, tmp_path: Path, edit: str, said: str
+) -> None:
+    """The server reads its rule file through the same bounded loader as check-config: a
+    hostile edit is refused like a broken one, and the old rules go on serving."""
+    path = tmp_path / "adapter.yaml"
+    tmp = path.with_suffix(".new")
+    tmp.write_bytes(edit.encode("latin-1"))
+    os.replace(tmp, path)
+    wait_until(lambda: reloads(adapter, "error") == 1, timeout=15, what="the refusal counted")
+    assert adapter.get(f"{PODS}/reload_old")[0] == 200
+    assert (adapter.proc.poll(), said in adapter.log.read_text()) == (None, True)
