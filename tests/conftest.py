@@ -73,3 +73,33 @@ def prometheus(exporter: Exporter, tmp_path_factory: pytest.TempPathFactory) -> 
     p.start()
     yield p
     p.stop()
+
+
+# a run writes nothing into the checkout that git would pick up: what tools leave in their
+# working directory (a Mimir activity log, a self-signed certificate) goes to their own
+# temporary folders, and what a run is meant to leave (.cluster/, build/, dist/) is ignored
+_UNTRACKED: list[str] = []
+
+
+def _untracked() -> set[str]:
+    import subprocess
+
+    out = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return set(out.stdout.splitlines()) if out.returncode == 0 else set()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _UNTRACKED[:] = sorted(_untracked())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    left = sorted(_untracked() - set(_UNTRACKED))
+    if left:
+        print(f"\nerror: the run left {len(left)} untracked file(s) in the checkout: {', '.join(left[:10])}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

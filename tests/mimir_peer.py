@@ -104,7 +104,10 @@ class Mimir:
         config.write_text(yaml.safe_dump(self._config()))
         with open(self.dir / "mimir.log", "ab") as log:
             self.proc = subprocess.Popen(
-                [self.binary, f"-config.file={config}", "-target=all"], stdout=log, stderr=subprocess.STDOUT
+                [self.binary, f"-config.file={config}", "-target=all"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.dir,  # its activity log (metrics-activity.log) goes beside its data
             )
         wait_until(self._ready, timeout=120, what=f"mimir (its log: {self.dir / 'mimir.log'})")
         return self
