@@ -592,7 +592,11 @@ class Cluster:
                    # (logs, port-forward) are on again here, as they are without one
                    "options": {"podPlayStageParallelism": 16, "nodePlayStageParallelism": 4,
                                "enableDebuggingHandlers": True, "enableProfilingHandler": False,
-                               "enablePodsOnNodeSyncListPager": True}}  # fmt: skip
+                               "enablePodsOnNodeSyncListPager": True,
+                               # the fake nodes' heartbeat: kwok renews each node's Lease every
+                               # 10 s; its stage patches the node's status only every 10 minutes,
+                               # past the 300 s grace, which alone let the nodes go NotReady
+                               "nodeLeaseDurationSeconds": 40, "nodeLeaseParallelism": 4}}  # fmt: skip
         path.write_text(json.dumps(options))
         return path
 
