@@ -343,7 +343,10 @@ def read_config(
         root = yaml.compose(text, Loader=_COMPOSER)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
+        # libyaml marks a document cut short at the end of the stream, a line past the last
+        # one of a file without its final newline: name the file's last line instead
+        last = text.count("\n") + 1
+        line = f":{min(mark.line + 1, last)}" if mark else ""
         return None, [f"{source}{line}: not valid YAML: {getattr(e, 'problem', None) or e}"]
     c = Checker(source, fast_regexps)
     if root is None:
