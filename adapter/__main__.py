@@ -54,7 +54,7 @@ def _served_resources(kubeconfig: str) -> dict[str, set[str]] | int:
 def check(args: list[str]) -> int:
     try:
         return _check(args)
-    except inputfiles.InputError as e:  # a file named by a flag (a CA bundle, ...) cannot be used
+    except inputfiles.InputError as e:  # the rule file, or a file a flag names (a CA bundle, ...)
         print(f"error: {e}", file=sys.stderr)
         return 2
 
@@ -62,17 +62,9 @@ def check(args: list[str]) -> int:
 def _check(args: list[str]) -> int:
     c = check_parser().parse_args(args)
     apply_input_size(c)
-    try:  # read once, bounded (standard input is a stream)
-        text = inputfiles.read_text(c.config)
-    except inputfiles.InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    text = inputfiles.read_text(c.config)  # read once, bounded (standard input is a stream)
     c.config = inputfiles.source_name(c.config)
-    try:
-        found = manifests(text, c.config)
-    except inputfiles.InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    found = manifests(text, c.config)
     if found is not None:
         try:
             size, cost = team_limits(c)

@@ -27,7 +27,6 @@ import os
 import stat
 import sys
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -301,7 +300,3 @@ def read_pem(path: str, what: str = "certificate file") -> str:
     if "-----BEGIN " not in text:
         raise InputError(path, f"is not a PEM {what} (no '-----BEGIN' line)")
     return text
-
-
-def is_file(path: str) -> bool:
-    return path == "-" or Path(path).is_file()
