@@ -14,7 +14,7 @@ set -euo pipefail
 
 # One place for the versions (hack/versions.env); the environment overrides each.
 _env=()
-for v in K8S_VERSION DIFFERENTIAL_VERSIONS CONTAINERD_VERSION RUNC_VERSION CNI_PLUGINS_VERSION COREDNS_VERSION CRI_TOOLS_VERSION K8S_OLDER_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION PROMETHEUS_VERSION THANOS_VERSION THANOS_GO PROMETHEUS_ADAPTER_VERSION KEDA_VERSION; do
+for v in K8S_VERSION DIFFERENTIAL_VERSIONS K8S_NEWER_GO GO_UNSERVED_REPLACEMENTS CONTAINERD_VERSION RUNC_VERSION CNI_PLUGINS_VERSION COREDNS_VERSION CRI_TOOLS_VERSION K8S_OLDER_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION PROMETHEUS_VERSION THANOS_VERSION THANOS_GO PROMETHEUS_ADAPTER_VERSION KEDA_VERSION; do
   if [[ -n "${!v:-}" ]]; then _env+=("$v=${!v}"); fi
 done
 # shellcheck source=versions.env
@@ -65,12 +65,33 @@ for m in re.finditer(r'^\s*(?:replace\s+)?(\S+)(?:\s+v\S+)?\s+=>\s+(\.\.?/\S*)\s
         seen.add(mod)
         print(f"replace {mod} => {mod} {sys.argv[2]}")
 PY
+    # a requirement the proxy refuses, built with the nearest served version (versions.env)
+    local r m req served
+    for r in ${GO_UNSERVED_REPLACEMENTS:-}; do
+      m=${r%%@*}; req=${r#*@}; req=${req%%=>*}; served=${r#*=>}
+      if grep -qE "^[[:space:]]*(require[[:space:]]+)?$m $req([[:space:]]|$)" "$gomod"; then
+        log "replacing $m $req (refused by the proxy) with $served"
+        echo "replace $m $req => $m $served"
+      fi
+    done
   } > "$dir/go.mod"
   echo 'package wrapper' > "$dir/doc.go"
 }
 
+# The Go toolchain MODULE@VERSION builds with: the machine's, or K8S_NEWER_GO when the
+# module's go.mod needs a newer Go (Kubernetes 1.38 needs 1.27). A release and its harness
+# then build with the same toolchain and share one Go build cache.
+toolchain_for() {  # module version
+  local json need have
+  json=$(GOTOOLCHAIN=local go mod download -json "$1@$2" 2>/dev/null || true)
+  need=$(python3 -c 'import json,re,sys; m=re.search(r"^go (\S+)", open(json.loads(sys.argv[1])["GoMod"]).read(), re.M); print(m.group(1) if m else "1")' "$json")
+  have=$(GOTOOLCHAIN=local go env GOVERSION); have=${have#go}
+  if [[ $(printf '%s\n%s\n' "$need" "$have" | sort -V | tail -1) == "$have" ]]; then echo local; else echo "$K8S_NEWER_GO"; fi
+}
+
 build_k8s() {
   local w="$CACHE/work/k8s-$K8S_VERSION" out="$CACHE/bin/k8s-$K8S_VERSION"
+  local -x GOTOOLCHAIN; GOTOOLCHAIN=$(toolchain_for k8s.io/kubernetes "$K8S_VERSION")
   make_wrapper "$w" k8s.io/kubernetes "$K8S_VERSION" "v0${K8S_VERSION#v1}"
   local minor; minor=$(echo "$K8S_VERSION" | cut -d. -f2)
   local ld=""
@@ -283,6 +304,7 @@ build_differential() {
   local v=$DIFF_VERSION
   local w="$CACHE/work/differential-$v" out="$CACHE/bin/hpa-differential-$v-$(differential_hash)"
   local here; here=$(cd "$(dirname "$0")/.." && pwd)
+  local -x GOTOOLCHAIN; GOTOOLCHAIN=$(toolchain_for k8s.io/kubernetes "$v")
   make_wrapper "$w" k8s.io/kubernetes "$v" "v0${v#v1}"
   local src; src=$(go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
   mkdir -p "$w/podautoscaler" "$w/cmd/hpa-differential"

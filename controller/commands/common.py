@@ -107,7 +107,7 @@ def _live_flags(p: argparse.ArgumentParser) -> None:
         "--emulated-version",
         type=_emulated,
         metavar="1.MINOR",
-        help="decide as this Kubernetes release's controller, 1.33 to 1.37 (kcm's spelling kube=1.35 "
+        help="decide as this Kubernetes release's controller, 1.33 to 1.38 (kcm's spelling kube=1.35 "
         "too); default: the API server's release (outside the range: the nearest, with a warning)",
     )
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from .model import Recommendation, ScaleEvent, ScalingPolicy, ScalingRules
-from .replica_calculator import INT32_MAX, INT32_MIN, fceil, go_int32
+from .replica_calculator import INT32_MAX, INT32_MIN, ceil_int32, go_int32, wrap32
 
 
 @dataclass
@@ -154,8 +154,9 @@ def stabilize_with_behavior(
 
 
 def replicas_changed_in_period(period_seconds: int, events: tuple[ScaleEvent, ...], now: datetime) -> int:
+    """The net change of the events inside the period, in Go's int32 (it wraps)."""
     cutoff = now - timedelta(seconds=period_seconds)
-    return sum(e.replica_change for e in events if e.timestamp > cutoff)
+    return wrap32(sum(e.replica_change for e in events if e.timestamp > cutoff))
 
 
 Events = tuple[ScaleEvent, ...]
@@ -165,7 +166,7 @@ Notes = list[str] | None  # where an explanation goes, line by line (None: not a
 def _period_start(
     current: int, period: int, ups: tuple[ScaleEvent, ...], downs: tuple[ScaleEvent, ...], now: datetime
 ) -> int:
-    return (
+    return wrap32(
         current
         - replicas_changed_in_period(period, ups, now)
         + replicas_changed_in_period(period, downs, now)
@@ -173,10 +174,17 @@ def _period_start(
 
 
 def scale_up_limit(
-    current: int, ups: Events, downs: Events, rules: ScalingRules, now: datetime, notes: Notes = None
+    current: int,
+    ups: Events,
+    downs: Events,
+    rules: ScalingRules,
+    now: datetime,
+    notes: Notes = None,
+    saturate: bool = True,
 ) -> int:
-    """upstream's calculateScaleUpLimitWithScalingRules: the ceiling the policies allow."""
-    return _policy_limit(current, ups, downs, rules, now, notes, up=True)
+    """upstream's calculateScaleUpLimitWithScalingRules: the ceiling the policies allow;
+    ``saturate`` (1.38): a Percent policy's limit past int32 is MaxInt32."""
+    return _policy_limit(current, ups, downs, rules, now, notes, up=True, saturate=saturate)
 
 
 def scale_down_limit(
@@ -194,6 +202,7 @@ def _policy_limit(
     now: datetime,
     notes: Notes,
     up: bool,
+    saturate: bool = False,
 ) -> int:
     if rules.select_policy == "Disabled":
         return current
@@ -203,18 +212,18 @@ def _policy_limit(
     result = INT32_MAX if lowest else INT32_MIN
     for p in rules.policies:
         start = _period_start(current, p.period_seconds, ups, downs, now)
-        proposed = _proposal(p, start, up)
+        proposed = _proposal(p, start, up, saturate)
         _note(notes, p, start, current, proposed)
         result = min(result, proposed) if lowest else max(result, proposed)
     return result
 
 
-def _proposal(p: ScalingPolicy, start: int, up: bool) -> int:
+def _proposal(p: ScalingPolicy, start: int, up: bool, saturate: bool) -> int:
     if p.type == "Pods":
-        return start + p.value if up else start - p.value
+        return wrap32(start + p.value if up else start - p.value)  # int32 arithmetic, as upstream
     if p.type == "Percent":
         if up:  # rounded up, or a small percentage could never add a replica
-            return go_int32(fceil(float(start) * (1 + float(p.value) / 100)))
+            return ceil_int32(float(start) * (1 + float(p.value) / 100), saturate)
         return go_int32(float(start) * (1 - float(p.value) / 100))
     return 0  # upstream leaves an unknown policy type's proposal at its zero value
 
@@ -239,6 +248,7 @@ def normalize_with_behavior(
     ups: tuple[ScaleEvent, ...],
     downs: tuple[ScaleEvent, ...],
     now: datetime,
+    saturate: bool = True,
 ) -> Normalized:
     down_window = down.stabilization_window_seconds
     if down_window is None:  # the controller's --horizontal-pod-autoscaler-downscale-stabilization
@@ -256,7 +266,7 @@ def normalize_with_behavior(
     desired, reason = stabilized, WITHIN
     if stabilized > current:
         policy_notes: list[str] = []
-        limit = max(scale_up_limit(current, ups, downs, up, now, policy_notes), current)
+        limit = max(scale_up_limit(current, ups, downs, up, now, policy_notes, saturate), current)
         maximum, cause = (limit, UP_LIMIT) if max_replicas > limit else (max_replicas, TOO_MANY)
         notes.append(f"scale-up rate limit (selectPolicy {up.select_policy}): at most {limit}")
         notes.extend(policy_notes)

@@ -1,12 +1,13 @@
 """Upstream's feature gates that change HPA decisions, with each release's defaults.
 
-| gate | 1.33 | 1.34 | 1.35 | 1.36 | 1.37 |
-|---|---|---|---|---|---|
-| HPAConfigurableTolerance | alpha, off | alpha, off | beta, on | beta, on | GA, locked on |
-| HPAScaleToZero | alpha, off | alpha, off | alpha, off | alpha, off | beta, on |
-| HPAGeneration | -- | -- | -- | -- | beta, on |
-| HPAOptimizedSelectorStore | -- | -- | -- | -- | beta, on |
-| PodLevelResources | alpha, off | beta, on | beta, on | beta, on | beta, on |
+| gate | 1.33 | 1.34 | 1.35 | 1.36 | 1.37 | 1.38 |
+|---|---|---|---|---|---|---|
+| HPAConfigurableTolerance | alpha, off | alpha, off | beta, on | beta, on | GA, locked on | GA, locked on |
+| HPAScaleToZero | alpha, off | alpha, off | alpha, off | alpha, off | beta, on | beta, on |
+| HPAGeneration | -- | -- | -- | -- | beta, on | GA, locked on |
+| HPAOptimizedSelectorStore | -- | -- | -- | -- | beta, on | beta, on |
+| PodLevelResources | alpha, off | beta, on | beta, on | beta, on | beta, on | beta, on |
+| StaleControllerConsistencyHPA | -- | -- | -- | -- | beta, on | beta, on |
 
 What each changes: per-direction ``behavior.*.tolerance``; from 1.36, the ScaledToZero
 condition; ``status.observedGeneration``; which two HPAs AmbiguousSelector names; from
@@ -34,17 +35,21 @@ _ALPHA_OFF, _BETA_ON, _LOCKED_ON = (False, False), (True, False), (True, True)
 GATES: dict[str, tuple[str, dict[int, tuple[bool, bool]]]] = {
     "HPAConfigurableTolerance": (
         "hpa_configurable_tolerance",
-        {33: _ALPHA_OFF, 34: _ALPHA_OFF, 35: _BETA_ON, 36: _BETA_ON, 37: _LOCKED_ON},
+        {33: _ALPHA_OFF, 34: _ALPHA_OFF, 35: _BETA_ON, 36: _BETA_ON, 37: _LOCKED_ON, 38: _LOCKED_ON},
     ),
     "HPAScaleToZero": (
         "hpa_scale_to_zero",
-        {33: _ALPHA_OFF, 34: _ALPHA_OFF, 35: _ALPHA_OFF, 36: _ALPHA_OFF, 37: _BETA_ON},
+        {33: _ALPHA_OFF, 34: _ALPHA_OFF, 35: _ALPHA_OFF, 36: _ALPHA_OFF, 37: _BETA_ON, 38: _BETA_ON},
     ),
-    "HPAGeneration": ("hpa_generation", {37: _BETA_ON}),
-    "HPAOptimizedSelectorStore": ("hpa_optimized_selector_store", {37: _BETA_ON}),
+    "HPAGeneration": ("hpa_generation", {37: _BETA_ON, 38: _LOCKED_ON}),
+    "HPAOptimizedSelectorStore": ("hpa_optimized_selector_store", {37: _BETA_ON, 38: _BETA_ON}),
     "PodLevelResources": (
         "pod_level_resources",
-        {33: _ALPHA_OFF, 34: _BETA_ON, 35: _BETA_ON, 36: _BETA_ON, 37: _BETA_ON},
+        {33: _ALPHA_OFF, 34: _BETA_ON, 35: _BETA_ON, 36: _BETA_ON, 37: _BETA_ON, 38: _BETA_ON},
+    ),
+    "StaleControllerConsistencyHPA": (
+        "stale_controller_consistency_hpa",
+        {37: _BETA_ON, 38: _BETA_ON},
     ),
 }
 _TRUE = {"1", "t", "T", "true", "TRUE", "True"}

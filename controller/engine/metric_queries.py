@@ -16,6 +16,7 @@ from shared.selectors import SelectorError, from_label_selector
 
 from .model import MetricError, Snapshot
 from .pods import PodSample
+from .replica_calculator import wrap64
 
 DEFAULT_CUSTOM_METRIC_WINDOW = timedelta(minutes=1)
 
@@ -50,7 +51,8 @@ def resource_metric(snap: Snapshot, resource: str, container: str) -> dict[str, 
             continue
         if not pm.containers or any(resource not in usage for _, usage in pm.containers):
             continue
-        total = sum(usage[resource].milli_value() for _, usage in pm.containers)
+        # summed in Go's int64, which wraps
+        total = wrap64(sum(usage[resource].milli_value() for _, usage in pm.containers))
         out[pm.name] = PodSample(total, pm.timestamp, pm.window)
     return out
 

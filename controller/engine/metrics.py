@@ -81,6 +81,8 @@ def _request_rules(snap: Snapshot) -> RequestRules:
     return RequestRules(
         pod_level=rel.reads_pod_level_requests and gates.pod_level_resources,
         missing_container_is_error=rel.missing_container_is_error,
+        exclude_overhead=rel.pod_level_excludes_overhead,
+        sidecars_first=rel.sidecars_first,
     )
 
 
@@ -254,9 +256,13 @@ def _object(
             raise _MetricFailedError(
                 "FailedGetObjectMetric", inner, f"{wrap}failed to get {spec.name} object metric: {inner}"
             ) from None
-        calc = rc.per_pod_replicas(status_replicas, usage, target.average_value.milli_value(), tol, False)
-        # upstream's description of this case really says "external metric"
-        out.name = f"external metric {spec.name}({go_label_selector_string(spec.selector)})"
+        calc = rc.per_pod_replicas(
+            status_replicas, usage, target.average_value.milli_value(), tol, False, rel
+        )
+        if rel.object_average_says_kind:
+            out.name = f"{described.get('kind', '')} metric {spec.name}"
+        else:  # 1.33-1.37's description of this case really says "external metric"
+            out.name = f"external metric {spec.name}({go_label_selector_string(spec.selector)})"
         out.status = {
             "type": "Object",
             "object": {
@@ -310,7 +316,7 @@ def _external(
                 "FailedGetExternalMetric", str(e), f"{wrap}failed to get {spec.name} external metric: {e}"
             ) from None
         calc = rc.per_pod_replicas(
-            status_replicas, usage, target.average_value.milli_value(), tol, rel.caps_external_average
+            status_replicas, usage, target.average_value.milli_value(), tol, rel.caps_external_average, rel
         )
         out.status = {
             "type": "External",

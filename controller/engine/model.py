@@ -21,13 +21,15 @@ JSON = dict[str, Any]
 
 @dataclass(frozen=True)
 class FeatureGates:
-    """Kubernetes v1.37.2's defaults (``gates.defaults`` gives each release's)."""
+    """The newest release's defaults (``gates.defaults`` gives each release's)."""
 
     hpa_configurable_tolerance: bool = True
     hpa_scale_to_zero: bool = True
     hpa_generation: bool = True
     hpa_optimized_selector_store: bool = True
     pod_level_resources: bool = True
+    # the live controller's read-your-writes rule; no decision of one reconcile depends on it
+    stale_controller_consistency_hpa: bool = True
 
 
 @dataclass(frozen=True)

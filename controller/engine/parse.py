@@ -44,7 +44,7 @@ from .parse_objects import (
 )
 from .reader import SnapshotError, _Reader, _type_name
 from .snapshot_keys import unknown_keys
-from .versions import Release, VersionError, nearest, parse_minor
+from .versions import SNAPSHOT_DEFAULT, Release, VersionError, nearest, parse_minor
 
 T = TypeVar("T")
 
@@ -116,11 +116,12 @@ def parse_settings(r: _Reader) -> Settings:
 
 
 def _release(r: _Reader) -> Release:
-    """``kubernetesVersion`` (default: the newest supported): outside 1.33-1.37, the
-    nearest supported release, as the live controller chooses."""
+    """``kubernetesVersion`` (default: ``SNAPSHOT_DEFAULT``, the release the snapshot
+    format's defaults are 1.37.2's): outside 1.33-1.38, the nearest supported release, as
+    the live controller chooses."""
     text = r.string("kubernetesVersion")
     if not text:
-        return Release()
+        return Release(SNAPSHOT_DEFAULT)
     try:
         return nearest(parse_minor(text))[0]
     except VersionError as e:

@@ -1,9 +1,9 @@
 """Which pods count, and what they request.
 
 Grouping decides how each pod selected by the target's scale enters the arithmetic:
-ignored (being deleted, or Failed), unready (Pending; and for CPU, pods still warming up),
-missing (no metric) or ready. The CPU rules exist because a starting JVM or a cache warm-up
-burns CPU that says nothing about steady-state load.
+ignored (being deleted, or Failed; from 1.38 Succeeded too), unready (Pending; and for
+CPU, pods still warming up), missing (no metric) or ready. The CPU rules exist because a
+starting JVM or a cache warm-up burns CPU that says nothing about steady-state load.
 """
 
 from __future__ import annotations
@@ -53,10 +53,12 @@ def group_pods(
     cpu_initialization_period: timedelta,
     initial_readiness_delay: timedelta,
     now: datetime,
+    ignore_succeeded: bool = True,
 ) -> PodGroups:
+    """``ignore_succeeded`` (1.38): a Succeeded pod is terminal like a Failed one."""
     g = PodGroups()
     for pod in pods:
-        if pod.deleted or pod.phase == "Failed":
+        if pod.deleted or pod.phase == "Failed" or (ignore_succeeded and pod.phase == "Succeeded"):
             g.ignored.add(pod.name)
             continue
         if pod.phase == "Pending":
@@ -126,11 +128,14 @@ def pod_level_requests_set(pod: Pod) -> bool:
 @dataclass(frozen=True)
 class RequestRules:
     """What a release reads as a pod's request: pod-level requests (1.34 and later, with the
-    PodLevelResources gate), and whether a ContainerResource container a pod lacks is an
-    error (1.35 and later) or a request of 0."""
+    PodLevelResources gate), whether a ContainerResource container a pod lacks is an
+    error (1.35 and later) or a request of 0, whether pod-level requests leave out the
+    pod's overhead (1.38), and whether sidecars are read before the containers (1.38)."""
 
     pod_level: bool = True
     missing_container_is_error: bool = True
+    exclude_overhead: bool = True
+    sidecars_first: bool = True
 
 
 def pod_request(pod: Pod, container: str, resource: str, rules: RequestRules | None = None) -> int:
@@ -144,13 +149,13 @@ def pod_request(pod: Pod, container: str, resource: str, rules: RequestRules | N
         pod_q: Mapping[str, Quantity] = pod.pod_requests or {}
         if resource in pod_q and resource in ("cpu", "memory"):
             requests[resource] = pod_q[resource].milli_value()
-        if resource in requests and pod.overhead and resource in pod.overhead:
+        if not rules.exclude_overhead and resource in requests and pod.overhead and resource in pod.overhead:
             requests[resource] += pod.overhead[resource].milli_value()
         if resource not in requests:
             raise RequestError(f"missing pod-level request for {resource} in Pod {pod.name}")
         return requests[resource]
     total = 0
-    for c in pod.containers + pod.sidecars:
+    for c in pod.sidecars + pod.containers if rules.sidecars_first else pod.containers + pod.sidecars:
         if container in ("", c.name):
             q = c.requests.get(resource)
             if q is None:

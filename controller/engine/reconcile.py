@@ -286,7 +286,11 @@ def _compute_metrics(r: _Round, scale: Scale, plan: _Plan) -> Decision | None:
         r.notes.append(f"pods are also selected by another HPA: {', '.join(snap.selecting_hpas)}")
         return r.metrics_failed(current, None, msg)
     ctx = PodContext(
-        pods, snap.settings.cpu_initialization_period, snap.settings.initial_readiness_delay, snap.now
+        pods,
+        snap.settings.cpu_initialization_period,
+        snap.settings.initial_readiness_delay,
+        snap.now,
+        snap.settings.release,
     )
     result = compute_all(snap, ctx, scale.spec_replicas, scale.status_replicas)
     r.events.extend(result.events)
@@ -371,6 +375,7 @@ def _normalize(r: _Round, plan: _Plan) -> None:
             h.scale_up_events,
             h.scale_down_events,
             snap.now,
+            saturate=s.release.saturates_int32,
         )
     plan.normalized = n
     r.history = replace(h, recommendations=n.recommendations)

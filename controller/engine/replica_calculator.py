@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from .model import Pod
 from .pods import PodGroups, PodSample, RequestRules, calculate_requests, group_pods, ready_pod_count
+from .versions import Release
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -31,6 +32,22 @@ def go_int32(x: float) -> int:
 def fceil(x: float) -> float:
     """math.Ceil: ±Inf and NaN pass through (Python's math.ceil would raise)."""
     return x if not math.isfinite(x) else float(math.ceil(x))
+
+
+def ceil_int32(x: float, saturate: bool) -> int:
+    """A replica count from a float: 1.38's ceilToInt32 (past a bound, the bound; NaN still
+    Go's MinInt32) when ``saturate``, else 1.33-1.37's int32(math.Ceil(x))."""
+    c = fceil(x)
+    if saturate and c > INT32_MAX:
+        return INT32_MAX
+    if saturate and c < INT32_MIN:
+        return INT32_MIN
+    return go_int32(c)
+
+
+def wrap32(x: int) -> int:
+    """Go's int32(int64): the low 32 bits, two's complement."""
+    return (x + 2**31) % 2**32 - 2**31
 
 
 def go_int64(x: float) -> int:
@@ -96,11 +113,15 @@ class PodContext:
     cpu_initialization_period: timedelta
     initial_readiness_delay: timedelta
     now: datetime
+    release: Release = field(default_factory=Release)
 
 
 def _utilization_ratio(
-    metrics: dict[str, PodSample], requests: dict[str, int], target: int
+    metrics: dict[str, PodSample], requests: dict[str, int], target: int, exact: bool
 ) -> tuple[float, int, int]:
+    """The utilization percentage of the summed requests. ``exact`` (1.38): the sums and the
+    percentage exact, the percentage clamped to int32; before, int64 sums that wrap and a
+    percentage truncated to its low 32 bits."""
     total = requested = entries = 0
     for name, sample in metrics.items():
         if name not in requests:
@@ -108,15 +129,20 @@ def _utilization_ratio(
         total += sample.value
         requested += requests[name]
         entries += 1
+    if not exact:
+        total, requested = wrap64(total), wrap64(requested)
     if requested == 0:
         raise CalcError("no metrics returned matched known pods")
-    utilization = go_int32(go_div(total * 100, requested))
-    return go_fdiv(utilization, target), utilization, go_div(total, entries)
+    if exact:
+        utilization = min(max(go_div(total * 100, requested), INT32_MIN), INT32_MAX)
+    else:
+        utilization = wrap32(wrap64(go_div(wrap64(total * 100), requested)))
+    return go_fdiv(utilization, target), utilization, wrap64(go_div(total, entries))
 
 
-def _usage_ratio(metrics: dict[str, PodSample], target: int) -> tuple[float, int]:
+def _usage_ratio(metrics: dict[str, PodSample], target: int, exact: bool) -> tuple[float, int]:
     total = sum(s.value for s in metrics.values())
-    usage = go_div(total, len(metrics))
+    usage = wrap64(go_div(total if exact else wrap64(total), len(metrics)))
     return go_fdiv(usage, target), usage
 
 
@@ -124,7 +150,13 @@ def _grouped(ctx: PodContext, metrics: dict[str, PodSample], resource: str) -> P
     if not ctx.pods:
         raise CalcError("no pods returned by selector while calculating replica count")
     groups = group_pods(
-        ctx.pods, metrics, resource, ctx.cpu_initialization_period, ctx.initial_readiness_delay, ctx.now
+        ctx.pods,
+        metrics,
+        resource,
+        ctx.cpu_initialization_period,
+        ctx.initial_readiness_delay,
+        ctx.now,
+        ignore_succeeded=ctx.release.ignores_succeeded_pods,
     )
     for name in groups.ignored | groups.unready:
         metrics.pop(name, None)
@@ -150,10 +182,11 @@ def resource_utilization(
         requests = calculate_requests(ctx.pods, container, resource, rules)
     except ValueError as e:
         raise CalcError(str(e)) from None
-    ratio, utilization, raw = _utilization_ratio(metrics, requests, target)
+    exact, saturate = ctx.release.exact_sums, ctx.release.saturates_int32
+    ratio, utilization, raw = _utilization_ratio(metrics, requests, target, exact)
     calc = Calc(current, utilization, raw, ratio=ratio, groups=groups)
     fallback = max(100, target)
-    if not _first_pass_decides(calc, current, ratio, groups, tol):
+    if not _first_pass_decides(calc, current, ratio, groups, tol, saturate):
         _count_conservatively(
             calc,
             metrics,
@@ -162,12 +195,14 @@ def resource_utilization(
             lambda name: go_div(requests[name] * fallback, 100),
             f"{fallback}% of request",
         )
-        new_ratio, _, _ = _utilization_ratio(metrics, requests, target)
-        _second_pass(calc, current, ratio, new_ratio, len(metrics), tol)
+        new_ratio, _, _ = _utilization_ratio(metrics, requests, target, exact)
+        _second_pass(calc, current, ratio, new_ratio, len(metrics), tol, saturate)
     return calc
 
 
-def _first_pass_decides(calc: Calc, current: int, ratio: float, groups: PodGroups, tol: Tolerances) -> bool:
+def _first_pass_decides(
+    calc: Calc, current: int, ratio: float, groups: PodGroups, tol: Tolerances, saturate: bool
+) -> bool:
     """With no missing pods (and no unready ones on the way up) the first ratio decides alone."""
     if (groups.unready and ratio > 1.0) or groups.missing:
         return False
@@ -175,7 +210,7 @@ def _first_pass_decides(calc: Calc, current: int, ratio: float, groups: PodGroup
         calc.kept = "tolerance"
         calc.notes.append(f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {current}")
     else:
-        calc.replicas = go_int32(fceil(ratio * groups.ready_count))
+        calc.replicas = ceil_int32(ratio * groups.ready_count, saturate)
         calc.notes.append(f"ceil({ratio:.4g} x {groups.ready_count} ready pods) = {calc.replicas}")
     return True
 
@@ -211,7 +246,7 @@ def _count_conservatively(
 
 
 def _second_pass(
-    calc: Calc, current: int, ratio: float, new_ratio: float, counted: int, tol: Tolerances
+    calc: Calc, current: int, ratio: float, new_ratio: float, counted: int, tol: Tolerances, saturate: bool
 ) -> Calc:
     calc.new_ratio = new_ratio
     if tol.within(new_ratio) or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
@@ -219,7 +254,7 @@ def _second_pass(
         calc.kept = "tolerance" if tol.within(new_ratio) else "direction"
         calc.notes.append(f"recomputed ratio {new_ratio:.4g} {why} {tol.band()}: keep {current}")
         return calc
-    proposal = go_int32(fceil(new_ratio * counted))
+    proposal = ceil_int32(new_ratio * counted, saturate)
     if (new_ratio < 1.0 and proposal > current) or (new_ratio > 1.0 and proposal < current):
         calc.kept = "direction"
         calc.notes.append(
@@ -242,12 +277,13 @@ def plain_average(
     """Pods metrics and Resource AverageValue targets: the per-pod average against a value."""
     metrics = dict(metrics)
     groups = _grouped(ctx, metrics, resource)
-    ratio, usage = _usage_ratio(metrics, target)
+    exact, saturate = ctx.release.exact_sums, ctx.release.saturates_int32
+    ratio, usage = _usage_ratio(metrics, target, exact)
     calc = Calc(current, usage, ratio=ratio, groups=groups)
-    if not _first_pass_decides(calc, current, ratio, groups, tol):
+    if not _first_pass_decides(calc, current, ratio, groups, tol, saturate):
         _count_conservatively(calc, metrics, groups, ratio, lambda _: target, "the target")
-        new_ratio, _ = _usage_ratio(metrics, target)
-        _second_pass(calc, current, ratio, new_ratio, len(metrics), tol)
+        new_ratio, _ = _usage_ratio(metrics, target, exact)
+        _second_pass(calc, current, ratio, new_ratio, len(metrics), tol, saturate)
     return calc
 
 
@@ -255,7 +291,9 @@ def usage_ratio_replicas(
     ctx: PodContext, current: int, ratio: float, tol: Tolerances, calc: Calc, capped: bool = True
 ) -> Calc:
     """Object/External Value targets: the ratio times the ready pods (or ceil(ratio) from 0);
-    ``capped`` (1.35 and later): a product above MaxInt32 is MaxInt32, not Go's wrapped int."""
+    ``capped`` (1.35 and later): a product above MaxInt32 is MaxInt32, not Go's wrapped int;
+    from 1.38 both paths saturate at either bound."""
+    saturate = ctx.release.saturates_int32
     calc.ratio = ratio
     if current != 0:
         if tol.within(ratio):
@@ -270,19 +308,28 @@ def usage_ratio_replicas(
         ready = ready_pod_count(ctx.pods)
         calc.ready_pods = ready
         product = ratio * ready
-        calc.replicas = INT32_MAX if capped and product > INT32_MAX else go_int32(fceil(product))
+        if saturate:
+            calc.replicas = ceil_int32(product, True)
+        else:
+            calc.replicas = INT32_MAX if capped and product > INT32_MAX else go_int32(fceil(product))
         calc.notes.append(f"ceil({ratio:.4g} x {ready} ready pods) = {calc.replicas}")
     else:
-        calc.replicas = go_int32(fceil(ratio))
+        calc.replicas = ceil_int32(ratio, saturate)
         calc.notes.append(f"from zero replicas: ceil({ratio:.4g}) = {calc.replicas}")
     return calc
 
 
-def per_pod_replicas(status_replicas: int, usage: int, target: int, tol: Tolerances, capped: bool) -> Calc:
+def per_pod_replicas(
+    status_replicas: int, usage: int, target: int, tol: Tolerances, capped: bool, rel: Release
+) -> Calc:
     """Object/External AverageValue targets: total divided by the per-pod target.
     ``capped`` (External from 1.34): replicas at MaxInt32 and the average at MaxInt64 where
-    Go's conversions would wrap; Object AverageValue is never capped upstream."""
-    ratio = go_fdiv(usage, target * status_replicas)
+    Go's conversions would wrap; Object AverageValue is never capped before 1.38. From 1.38
+    (``rel.per_pod_from_zero``) both saturate, and zero current replicas skip the tolerance
+    and report an average of 0 instead of dividing by zero."""
+    if rel.per_pod_from_zero:
+        return _per_pod_replicas_38(status_replicas, usage, target, tol)
+    ratio = go_fdiv(usage, float(target) * float(status_replicas))
     calc = Calc(status_replicas, ratio=ratio)
     if not tol.within(ratio):
         wanted = fceil(go_fdiv(usage, target))
@@ -303,7 +350,34 @@ def per_pod_replicas(status_replicas: int, usage: int, target: int, tol: Toleran
     return calc
 
 
-def _wrap64(x: int) -> int:
+def _per_pod_replicas_38(status_replicas: int, usage: int, target: int, tol: Tolerances) -> Calc:
+    calc = Calc(status_replicas)
+    if status_replicas != 0:
+        ratio = go_fdiv(usage, float(target) * float(status_replicas))
+        calc.ratio = ratio
+        if tol.within(ratio):
+            calc.kept = "tolerance"
+            calc.notes.append(
+                f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {status_replicas}"
+            )
+        else:
+            calc.replicas = ceil_int32(go_fdiv(usage, target), True)
+            calc.notes.append(
+                f"ratio {ratio:.4g} outside {tol.band()}: ceil(total / per-pod target) = {calc.replicas}"
+            )
+    else:
+        calc.replicas = ceil_int32(go_fdiv(usage, target), True)
+        calc.notes.append(f"from zero replicas: ceil(total / per-pod target) = {calc.replicas}")
+    if float(usage) >= float(INT64_MAX):
+        calc.usage = INT64_MAX
+    elif status_replicas == 0:
+        calc.usage = 0
+    else:
+        calc.usage = go_int64(fceil(go_fdiv(usage, status_replicas)))
+    return calc
+
+
+def wrap64(x: int) -> int:
     """Go's int64 arithmetic: two's complement wrap-around."""
     return (x + 2**63) % 2**64 - 2**63
 
@@ -312,7 +386,7 @@ def sum_wrapped(values: list[int]) -> int:
     """Sum of External series as int64 additions (1.33; 1.34's Value targets)."""
     total = 0
     for v in values:
-        total = _wrap64(total + v)
+        total = wrap64(total + v)
     return total
 
 
@@ -331,7 +405,7 @@ def sum_saturated(values: list[int]) -> int:
     negative running total for an overflow, so it becomes MaxInt64 (a negative series too)."""
     total = 0
     for v in values:
-        total = _wrap64(total + v)
+        total = wrap64(total + v)
         if total < 0:
             return INT64_MAX
     return total

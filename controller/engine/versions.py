@@ -1,9 +1,10 @@
-"""The Kubernetes releases promhpa decides as (1.33 to 1.37), and every rule that differs.
+"""The Kubernetes releases promhpa decides as (1.33 to 1.38), and every rule that differs.
 
 A cluster's own kube-controller-manager decides by its release's code: switching to
 promhpa, or running it in shadow beside the incumbent, must not change behaviour without
 an upgrade. Each difference below was read from ``pkg/controller/podautoscaler`` of the
-newest patch of each minor (v1.33.13, v1.34.4, v1.35.4, v1.36.3, v1.37.2) and is held
+newest patch of each minor (v1.33.13, v1.34.4, v1.35.4, v1.36.3, v1.37.2, and 1.38's first
+published build, v1.38.0-beta.0) and is held
 equal to that code by the differential test; the gates' defaults per minor live in
 ``gates``.
 
@@ -19,6 +20,14 @@ equal to that code by the differential test; the gates' defaults per minor live 
 | 1.37 | AmbiguousSelector names at most two HPAs ("e.g."); the Object metric error's wording |
 | 1.37 | ``status.observedGeneration`` (HPAGeneration gate); a condition's ``observedGeneration`` |
 | 1.37 | an added HPA, or one whose spec changed, is reconciled at once (before: after a sync period) |
+| 1.37 | an HPA is not decided until its last status write has been observed (read-your-writes) |
+| 1.38 | replica counts saturate at the int32 bounds (ceilToInt32) instead of Go's conversion |
+| 1.38 | utilization and usage sums are exact; the utilization percentage is clamped to int32 |
+| 1.38 | pods in phase Succeeded are ignored like Failed ones (terminal pods) |
+| 1.38 | pod-level requests exclude the pod's overhead |
+| 1.38 | restartable init containers are read before the containers (which one a missing request names) |
+| 1.38 | Object/External AverageValue from zero replicas: no division by zero |
+| 1.38 | an Object AverageValue metric is described "KIND metric NAME" (before: "external metric ...") |
 """
 
 from __future__ import annotations
@@ -26,10 +35,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-SUPPORTED_MINORS = (33, 34, 35, 36, 37)
+SUPPORTED_MINORS = (33, 34, 35, 36, 37, 38)
 OLDEST, NEWEST = SUPPORTED_MINORS[0], SUPPORTED_MINORS[-1]
+# A snapshot without ``controller.kubernetesVersion`` decides as the release the snapshot
+# format's defaults are documented for (specs/hpa-snapshot.md: v1.37.2's), so a snapshot
+# written before 1.38 was supported keeps its answer; every snapshot promhpa writes names
+# its release.
+SNAPSHOT_DEFAULT = 37
 # the patch each minor's rules were read from (and the differential test runs)
-REFERENCE_PATCH = {33: "v1.33.13", 34: "v1.34.4", 35: "v1.35.4", 36: "v1.36.3", 37: "v1.37.2"}
+REFERENCE_PATCH = {
+    33: "v1.33.13",
+    34: "v1.34.4",
+    35: "v1.35.4",
+    36: "v1.36.3",
+    37: "v1.37.2",
+    38: "v1.38.0-beta.0",
+}
 
 # "1.35", "v1.35", "v1.35.4", "v1.35.4-eks-1a2b", "kube=1.35" (kcm's --emulated-version)
 _VERSION = re.compile(r"^(?:kube=)?v?1\.(\d+)(?:\.\d+)?(?:[-+].*)?$")
@@ -94,6 +115,51 @@ class Release:
         """The live controller's cadence: an added HPA or a spec change is reconciled at
         once (1.37); before, every add and update waits for the sync period."""
         return self.minor >= 37
+
+    @property
+    def reads_own_writes(self) -> bool:
+        """The live controller does not decide an HPA whose last status write it has not yet
+        observed (StaleControllerConsistencyHPA, beta and on from 1.37)."""
+        return self.minor >= 37
+
+    @property
+    def saturates_int32(self) -> bool:
+        """A replica count past the int32 bounds is the bound (ceilToInt32), in every path, the
+        scale-up Percent policy included; before, Go's float-to-int32 conversion decided."""
+        return self.minor >= 38
+
+    @property
+    def exact_sums(self) -> bool:
+        """Utilization and usage totals are summed exactly (before: int64 that wraps), and the
+        utilization percentage is clamped to int32 (before: truncated to its low 32 bits)."""
+        return self.minor >= 38
+
+    @property
+    def ignores_succeeded_pods(self) -> bool:
+        """Pods in phase Succeeded are ignored like Failed ones (terminal pods)."""
+        return self.minor >= 38
+
+    @property
+    def pod_level_excludes_overhead(self) -> bool:
+        return self.minor >= 38
+
+    @property
+    def sidecars_first(self) -> bool:
+        """Requests are read from restartable init containers before the containers, so a
+        missing request can name a sidecar where 1.37 named a container."""
+        return self.minor >= 38
+
+    @property
+    def per_pod_from_zero(self) -> bool:
+        """Object/External AverageValue with zero current replicas: the desired count is
+        total/target and the reported average 0, with no division by zero."""
+        return self.minor >= 38
+
+    @property
+    def object_average_says_kind(self) -> bool:
+        """An Object AverageValue metric is described as "KIND metric NAME" (1.37 and before:
+        "external metric NAME(SELECTOR)")."""
+        return self.minor >= 38
 
     @property
     def object_error_wording(self) -> str:

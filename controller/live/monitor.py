@@ -62,6 +62,23 @@ class ControllerMetrics:
             buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 60, 120),
             registry=r,
         )
+        # upstream's own series, under its names: the count of HPAs, each one's desired
+        # replicas (label hpa_name, as upstream's), and syncs skipped for a stale cache
+        self.num_hpas = Gauge(
+            f"{p}_num_horizontal_pod_autoscalers", "Current number of controlled HPA objects.", registry=r
+        )
+        self.upstream_desired = Gauge(
+            f"{p}_desired_replicas",
+            "Current desired replica count for HPA objects.",
+            ["namespace", "hpa_name"],
+            registry=r,
+        )
+        self.stale_sync_skips = Counter(
+            f"{p}_stale_sync_skips",
+            "Total number of HPA syncs skipped due to a stale watch cache.",
+            ["group", "resource"],
+            registry=r,
+        )
         self.second_writer = Gauge(
             "promhpa_controller_second_writer",
             "1 while another controller writes this HPA and promhpa writes nothing to it",
@@ -138,6 +155,9 @@ class ControllerMetrics:
         )
         for name, informer in informers.items():
             ages.labels(name).set_function(_age_of(informer))
+        hpas = informers.get("hpas")
+        if hpas is not None:
+            self.num_hpas.set_function(lambda: len(hpas.objects))
 
     def observe_reconcile(self, key: Key, d: Decision, seconds: float, before: set[Series]) -> set[Series]:
         """Count one reconcile and set the HPA's series; returns the explanatory series now
@@ -145,6 +165,7 @@ class ControllerMetrics:
         self.reconciliations.labels(d.action, d.error).inc()
         self.reconcile_seconds.labels(d.action, d.error).observe(seconds)
         self.desired.labels(*key).set(d.desired_replicas)
+        self.upstream_desired.labels(*key).set(d.desired_replicas)
         if d.metrics is not None:
             for o in d.metrics.outcomes:
                 action = "none"
@@ -189,7 +210,13 @@ class ControllerMetrics:
         second-writer and shadow gauges."""
         for labels in series:
             self._remove(labels)
-        for gauge in (self.desired, self.second_writer, self.shadow_differs, self.shadow_differs_since):
+        for gauge in (
+            self.desired,
+            self.upstream_desired,
+            self.second_writer,
+            self.shadow_differs,
+            self.shadow_differs_since,
+        ):
             with contextlib.suppress(KeyError):
                 gauge.remove(*key)
 

@@ -29,6 +29,7 @@ from shared.kube.discovery import RESTMapper
 from shared.kube.errors import Conflict, KubeError
 from shared.kube.informer import Informer
 
+from .consistency import GROUP, RESOURCE, ReadYourWrites, StaleReadError
 from .hpa_records import HpaRecords
 from .hpa_selectors import SelectorRegistry
 from .monitor import ControllerMetrics, Key
@@ -61,6 +62,8 @@ class Reconciler:
     second_writer_quiet: timedelta | None = None
     why: WhyLog = field(default_factory=WhyLog)
     scales: ScaleReads | None = None  # where scales are read from (None: a GET each)
+    # our last status write per HPA, until the HPA informer has delivered it (``consistency``)
+    own_writes: ReadYourWrites = field(default_factory=ReadYourWrites)
 
     def __post_init__(self) -> None:
         self._warned: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=300)
@@ -85,7 +88,10 @@ class Reconciler:
         return seen.snapshot, seen.hpa, seen.scale_path
 
     async def reconcile(self, namespace: str, name: str) -> Decision | None:
+        """One sync. Raises ``StaleReadError`` (counted; retried after the sync period) while the
+        HPA cache has not yet shown our last status write, as 1.37 and later do."""
         key = (namespace, name)
+        self._ensure_read_own_writes(key)
         if self.hpas.get(namespace, name) is None:
             self.forget(key)
             return None
@@ -137,7 +143,12 @@ class Reconciler:
                 )
         if not dry:
             try:
-                await update_status(self.kube, hpa, decision.status)
+                written = await update_status(self.kube, hpa, decision.status)
+                if written is not None and self._reads_own_writes():
+                    meta = written.get("metadata") or {}
+                    self.own_writes.wrote_at(
+                        key, str(meta.get("uid", "")), str(meta.get("resourceVersion", ""))
+                    )
             except KubeError as e:
                 log.error("status not written", hpa=f"{namespace}/{name}", error=str(e))
                 with contextlib.suppress(KubeError):
@@ -150,11 +161,25 @@ class Reconciler:
         and scale events -- its record, selector, parse memo, explanations, shadow comparison
         and series."""
         record = self.records.pop(key)
+        self.own_writes.clear(key)
         self.observer.forget(*key)
         self._memo.forget(key)
         self.why.forget(key)
         self.shadow.comparisons.pop(key, None)
         self.metrics.forget(key, record.series if record else set())
+
+    def _reads_own_writes(self) -> bool:
+        s = self.settings
+        return s.release.reads_own_writes and s.feature_gates.stale_controller_consistency_hpa
+
+    def _ensure_read_own_writes(self, key: Key) -> None:
+        if not self._reads_own_writes():
+            return
+        try:
+            self.own_writes.ensure_ready(key, self.hpas.last_sync_rv)
+        except StaleReadError:
+            self.metrics.stale_sync_skips.labels(GROUP, RESOURCE).inc()
+            raise
 
     async def _write_scale(self, path: str, scale: dict[str, Any], replicas: int, release: Release) -> None:
         """PUT the scale. From 1.34 upstream retries a conflict as client-go's

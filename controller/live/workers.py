@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from .consistency import StaleReadError
 from .leader import LeaderElector, NotLeader
 from .reconciler import Reconciler
 from .workqueue import WorkQueue
@@ -116,6 +117,9 @@ class Workers:
                 self.queue.forget(key)
         except NotLeader as e:
             log.error("write refused: not the leader", hpa=f"{key[0]}/{key[1]}", error=str(e))
+        except StaleReadError as e:  # the cache has not shown our last write yet: not an error
+            log.info("sync skipped: stale HPA cache", hpa=f"{key[0]}/{key[1]}", reason=str(e))
+            self.queue.add_after(key, self.sync_period)
         except Exception as e:  # one HPA's failure must not stop the others
             log.error("reconcile failed", hpa=f"{key[0]}/{key[1]}", error=str(e), exc_info=e)
             self.queue.add_after(key, self.sync_period)

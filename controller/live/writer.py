@@ -25,23 +25,27 @@ def hpa_path(namespace: str, name: str) -> str:
     return f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers/{name}"
 
 
-async def update_status(kube: Kube, hpa: dict[str, Any], status: dict[str, Any], attempts: int = 3) -> bool:
-    """PUT the status if it differs; on a conflict, re-read the HPA and try again."""
+async def update_status(
+    kube: Kube, hpa: dict[str, Any], status: dict[str, Any], attempts: int = 3
+) -> dict[str, Any] | None:
+    """PUT the status if it differs; on a conflict, re-read the HPA and try again. The HPA
+    as written (its resourceVersion is what read-your-writes waits for), or None when the
+    status was already as decided."""
     current = hpa
     for _ in range(attempts):
         if current.get("status") == status:
-            return False
+            return None
         # never managedFields: the informer's copy has no field sets (``hpa_fields``), and the
         # server's record of who owns what is its own
         meta = {k: v for k, v in current["metadata"].items() if k != "managedFields"}
         body = {**current, "metadata": meta, "status": status}
         try:
-            await kube.put(
+            written = await kube.put(
                 hpa_path(current["metadata"]["namespace"], current["metadata"]["name"]) + "/status",
                 body,
                 AS_US,
             )
-            return True
+            return written if isinstance(written, dict) else {}
         except KubeError as e:
             if not isinstance(e, Conflict):
                 raise

@@ -64,6 +64,10 @@ class Informer:
     stopped: threading.Event = field(default_factory=threading.Event)
     error: str = ""
     relists: int = 0
+    # the newest resourceVersion the cache has taken in (a list, an event or a bookmark): what
+    # a controller compares its own writes with before trusting the cache (read-your-writes);
+    # empty until the first list
+    last_sync_rv: str = ""
     # index name -> function; selecting the pods of one HPA must not scan every pod of a
     # namespace (O(HPAs x pods) per sync period)
     indexers: dict[str, IndexFunc] = field(default_factory=default_indexers)
@@ -278,6 +282,7 @@ class Informer:
         with self._lock:  # one swap: readers never see a half-built cache
             self.objects, self._indexes = fresh, indexes
             self._epoch += 1
+            self.last_sync_rv = rv
         self.relists += 1
         for obj in gone:
             self._notify("DELETED", obj)
@@ -306,12 +311,14 @@ class Informer:
                 obj = self._shrink(raw)
                 meta = obj.get("metadata", {})
                 if kind == "BOOKMARK":
+                    self.last_sync_rv = rv
                     continue
                 if self.label_selector and kind != "DELETED" and not _matches(obj, self.label_selector):
                     kind = "DELETED"  # it no longer matches: forget it
                 key = (meta.get("namespace", ""), meta.get("name", ""))
                 with self._lock:
                     self._index(key, None if kind == "DELETED" else obj)
+                    self.last_sync_rv = rv
                 self._notify(kind, obj)
         except Timeout:
             log.info("watch went quiet; re-watching", path=self.path, idle_seconds=self.watch_idle_timeout)

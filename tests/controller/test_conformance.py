@@ -93,3 +93,23 @@ def test_pods_parsed_once_decide_as_pods_parsed_each_time(case: Path) -> None:
     again = decide(parse_snapshot(data, _MEMO)).to_wire()
     assert first == plain
     assert again == plain
+
+
+def _release_cases() -> list[Path]:
+    """Cases in a ``v1.N`` folder: each pins a rule that release changed."""
+    return sorted(p for p in (CONFORMANCE / "hpa").glob("v1.*/*.yaml"))
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("case", _release_cases(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_a_release_case_fails_when_decided_as_the_release_before(case: Path) -> None:
+    """A ``v1.N`` case records upstream's 1.N answer where 1.N-1 answers otherwise: decided
+    as 1.N-1 it must fail, so each rule the release changed is held by a case."""
+    data: dict[str, Any] = yaml.safe_load(case.read_text())
+    minor = int(case.parent.name.split(".")[1])
+    assert data["controller"]["kubernetesVersion"] == f"1.{minor}", "a v1.N case decides as 1.N"
+    data["controller"]["kubernetesVersion"] = f"1.{minor - 1}"
+    out = decide(parse_snapshot(data)).to_wire()
+    assert _checker().check(data.get("expect") or {}, out) is not None, (
+        f"{case.name} passes as 1.{minor - 1} too: it does not pin a 1.{minor} rule"
+    )

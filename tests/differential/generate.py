@@ -52,6 +52,14 @@ class Generator:
             if r.random() < 0.8:
                 req["memory"] = r.choice(["64Mi", "128Mi", "256Mi"])
             containers.append({"name": f"c{c}", "image": "x", "resources": {"requests": req}})
+        inits: list[JSON] = []
+        if r.random() < 0.1:  # sidecars (read before the containers from 1.38) and a classic init
+            sidecar: JSON = {"name": "s0", "image": "x", "restartPolicy": "Always", "resources": {}}
+            if r.random() < 0.6:
+                sidecar["resources"] = {"requests": {"cpu": milli(r.choice([50, 100]))}}
+            inits.append(sidecar)
+            if r.random() < 0.5:
+                inits.insert(0, {"name": "i0", "image": "x", "resources": {"requests": {"cpu": "2"}}})
         pod: JSON = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -59,8 +67,12 @@ class Generator:
             "spec": {"containers": containers},
             "status": {"phase": phase},
         }
+        if inits:
+            pod["spec"]["initContainers"] = inits
         if r.random() < 0.08:  # pod-level requests (read from 1.34, with PodLevelResources)
             pod["spec"]["resources"] = {"requests": {"cpu": milli(r.choice([300, 600, 1500]))}}
+        if r.random() < 0.06:  # added to pod-level requests before 1.38, left out from 1.38
+            pod["spec"]["overhead"] = {"cpu": milli(r.choice([50, 250])), "memory": "16Mi"}
         if r.random() < 0.97:
             pod["status"]["startTime"] = ts(started)
         if phase == "Running" or r.random() < 0.3:
@@ -81,13 +93,16 @@ class Generator:
         if r.random() < 0.08:
             return None  # missing
         containers = []
-        for c in pod["spec"]["containers"]:
-            if r.random() < 0.03:
-                continue  # a container without metrics
+        for c in pod["spec"]["containers"] + pod["spec"].get("initContainers", []):
+            if (
+                r.random() < 0.03
+                or c.get("restartPolicy", "Always" if c["name"][0] == "c" else "") != "Always"
+            ):
+                continue  # a container without metrics (or a classic init container, finished)
             containers.append(
                 {
                     "name": c["name"],
-                    "usage": {"cpu": milli(r.randrange(0, 2000)), "memory": f"{r.randrange(10, 400)}Mi"},
+                    "usage": {"cpu": self.cpu_usage(), "memory": f"{r.randrange(10, 400)}Mi"},
                 }
             )
         return {
@@ -96,6 +111,18 @@ class Generator:
             "window": r.choice(["30s", "1m", "5m"]),
             "containers": containers,
         }
+
+    def cpu_usage(self) -> str:
+        """Mostly ordinary; now and then so large that the utilization percentage passes
+        int32 (clamped from 1.38, truncated before) or near MaxInt64, so that two pods' sum
+        overflows int64 (exact from 1.38)."""
+        r = self.rng
+        x = r.random()
+        if x < 0.01:
+            return "9223372036854775"
+        if x < 0.02:
+            return str(r.choice([30000000, 5000000000]))
+        return milli(r.randrange(0, 2000))
 
     def target(self, kinds: list[str]) -> JSON:
         r = self.rng
@@ -157,7 +184,8 @@ class Generator:
             rules["policies"] = [
                 {
                     "type": r.choice(["Pods", "Percent"]),
-                    "value": r.choice([1, 2, 4, 10, 50, 100]),
+                    # a huge Percent takes the scale-up limit past int32 (saturated from 1.38)
+                    "value": r.choices([1, 2, 4, 10, 50, 100, 2147483647], [10, 10, 10, 10, 10, 10, 1])[0],
                     "periodSeconds": r.choice([15, 60, 120]),
                 }
                 for _ in range(r.choice([1, 1, 2]))
@@ -183,11 +211,13 @@ class Generator:
     def snapshot(self) -> JSON:
         r = self.rng
         labels = {"app": "web"}
-        current = r.choices([0, 1, 2, 3, 5, 8, 12], [5, 15, 20, 20, 20, 12, 8])[0]
+        # now and then a large target (of which only a few pods are listed): its scale-up
+        # limits pass int32
+        current = r.choices([0, 1, 2, 3, 5, 8, 12, 3000], [5, 15, 20, 20, 20, 12, 8, 2])[0]
         names = ["requests", "queue_depth", "latency"]
         metrics = [self.metric(names) for _ in range(r.choice([1, 1, 1, 2, 3]))]
         min_replicas = r.choices([None, 0, 1, 2, 3], [20, 10, 40, 20, 10])[0]
-        max_replicas = r.choice([1, 3, 5, 10, 20])
+        max_replicas = r.choice([1, 3, 5, 10, 20, 20, 100000] if current > 12 else [1, 3, 5, 10, 20])
         if min_replicas is not None and min_replicas > max_replicas:
             min_replicas = max_replicas
         spec: JSON = {
@@ -199,7 +229,8 @@ class Generator:
             spec["minReplicas"] = min_replicas
         if r.random() < 0.55:
             spec["behavior"] = {k: self.rules() for k in ("scaleUp", "scaleDown") if r.random() < 0.8}
-        pods = [self.pod(i, labels) for i in range(current + r.choice([0, 0, 0, 1, -1]) if current else 0)]
+        n_pods = min(current + r.choice([0, 0, 0, 1, -1]), 14) if current else 0
+        pods = [self.pod(i, labels) for i in range(n_pods)]
         if r.random() < 0.05:
             pods.append(self.pod(99, {"app": "other"}))
         status: JSON = {"currentReplicas": current, "desiredReplicas": max(0, current + r.randrange(-1, 2))}
@@ -362,7 +393,9 @@ class Generator:
                                 },
                                 "metric": {"name": name},
                                 "timestamp": ts(odd(r, 0, 30)),
-                                "value": milli(r.randrange(0, 40000)),
+                                "value": "9223372036854775"
+                                if r.random() < 0.02
+                                else milli(r.randrange(0, 40000)),
                             }
                         )
             elif kind == "Object" and not any(

@@ -13,15 +13,23 @@ from controller.engine.model import FeatureGates
 from controller.engine.versions import Release
 
 
-def test_defaults_are_v1_37_2s() -> None:
+def test_defaults_are_the_newest_releases() -> None:
     assert gates_to_wire(FeatureGates()) == {
         "HPAConfigurableTolerance": True,
         "HPAScaleToZero": True,
         "HPAGeneration": True,
         "HPAOptimizedSelectorStore": True,
         "PodLevelResources": True,
+        "StaleControllerConsistencyHPA": True,
     }
     assert defaults(Release(37)) == FeatureGates()
+    assert defaults(Release(38)) == FeatureGates()
+
+
+def test_hpa_generation_is_locked_on_from_1_38() -> None:
+    with pytest.raises(GateError, match="HPAGeneration"):
+        resolve(Release(38), {"HPAGeneration": False})
+    assert resolve(Release(37), {"HPAGeneration": False}).hpa_generation is False
 
 
 @pytest.mark.parametrize(

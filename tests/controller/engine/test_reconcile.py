@@ -223,8 +223,9 @@ def test_target_raised_from_zero_to_min_replicas_names_the_reason() -> None:
     assert d.events[-1].message == "New size: 2; reason: Current number of replicas below Spec.MinReplicas"
 
 
-def with_generation(gates: dict[str, bool] | None = None) -> Any:
-    snap = snapshot(pod_metrics_=hot(3), controller={"featureGates": gates or {}})
+def with_generation(gates: dict[str, bool] | None = None, version: str = "1.37") -> Any:
+    controller = {"featureGates": gates or {}, "kubernetesVersion": version}
+    snap = snapshot(pod_metrics_=hot(3), controller=controller)
     snap["hpa"]["metadata"]["generation"] = 7
     snap["hpa"]["status"]["observedGeneration"] = 6
     return decide(parse_snapshot(snap))
@@ -236,6 +237,10 @@ def test_status_observed_generation_is_the_generation_under_the_gate() -> None:
 
 def test_status_observed_generation_is_dropped_without_the_gate() -> None:
     assert "observedGeneration" not in with_generation({"HPAGeneration": False}).status
+
+
+def test_status_observed_generation_stays_from_1_38_where_the_gate_is_locked() -> None:
+    assert with_generation({"HPAGeneration": False}, "1.38").status["observedGeneration"] == 7
 
 
 def test_conditions_keep_their_own_observed_generation() -> None:

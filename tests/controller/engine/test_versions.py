@@ -1,5 +1,5 @@
 """Deciding as each supported Kubernetes release: version strings, and the rules that
-differ between 1.33 and 1.37 on plain snapshots (the differential test holds every rule
+differ between 1.33 and 1.38 on plain snapshots (the differential test holds every rule
 to upstream's code of each release)."""
 
 from __future__ import annotations
@@ -45,13 +45,14 @@ def test_a_release_outside_the_range_decides_as_the_nearest_with_a_warning() -> 
     assert warning is not None
     assert "older than the oldest release promhpa decides as (1.33)" in warning
     rel, warning = nearest(40)
-    assert rel == Release(37)
+    assert rel == Release(38)
     assert warning is not None
-    assert "newer than the newest release promhpa decides as (1.37)" in warning
+    assert "newer than the newest release promhpa decides as (1.38)" in warning
     assert nearest(35) == (Release(35), None)
 
 
-def test_a_snapshot_without_a_version_decides_as_the_newest() -> None:
+def test_a_snapshot_without_a_version_decides_as_the_snapshot_formats_release() -> None:
+    """specs/hpa-snapshot.md documents v1.37.2's defaults: an unmarked snapshot keeps its answer."""
     assert parse_snapshot(snapshot()).settings.release == Release(37)
 
 

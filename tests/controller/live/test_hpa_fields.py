@@ -76,7 +76,7 @@ def test_a_status_written_from_the_trimmed_copy_keeps_the_servers_managed_fields
 
     before = served()
 
-    async def write() -> bool:
+    async def write() -> dict[str, Any] | None:
         kube = Kube(load(str(cluster.kubeconfig))).on_loop()
         try:
             return await update_status(
@@ -85,8 +85,10 @@ def test_a_status_written_from_the_trimmed_copy_keeps_the_servers_managed_fields
         finally:
             await kube.aclose()
 
-    assert asyncio.run(write())
+    written = asyncio.run(write())
+    assert written is not None
     after = served()
+    assert written["metadata"]["resourceVersion"] == after["metadata"]["resourceVersion"]
     assert after["status"]["desiredReplicas"] == 1
     managers = {e["manager"]: e for e in after["metadata"]["managedFields"]}
     creator = next(e for e in before["metadata"]["managedFields"] if e.get("subresource") != "status")
