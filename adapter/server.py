@@ -54,7 +54,9 @@ from adapter.team.team_watch import TeamRuleWatch
 from promclient.backends import Backends, backend_factory
 from promclient.backends import label as backend_label
 from promclient.prometheus import Prometheus
-from rules.config import Config, load_config, parse_config
+from rules.admission import judge
+from rules.config import Config, ConfigError, parse_config
+from shared import inputfiles
 from shared.gcpolicy import freeze_startup_heap
 from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
@@ -68,7 +70,15 @@ YOUNG_GC_THRESHOLD = 10_000
 
 
 def load_rules(path: str | None) -> Config:
-    return load_config(path) if path else parse_config(DEFAULT_RULES, "<prometheus-adapter defaults>")
+    """The rule file, refused (``ConfigError``, every error on its own line) on anything the
+    rules webhook and ``check-config`` refuse offline (``rules.admission``)."""
+    if not path:
+        return parse_config(DEFAULT_RULES, "<prometheus-adapter defaults>")
+    try:
+        text = inputfiles.read_text(path)
+    except inputfiles.InputError as e:
+        raise ConfigError(str(e)) from None
+    return judge(text, inputfiles.source_name(path)).usable()
 
 
 class Adapter:

@@ -9,7 +9,6 @@ the cluster's API discovery (custom resources included).
 
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 from dataclasses import dataclass, field
@@ -20,46 +19,15 @@ import yaml
 
 from promclient.backends import Backends
 from promclient.promapi import PrometheusAPI, PrometheusRejected, PrometheusUnavailable
-from rules.config import Backend, Rule, read_config
-from rules.naming import ResourceMapper, known
+from rules.admission import judge
+from rules.config import Backend, Rule
+from rules.naming import ResourceMapper
 from rules.promql import QueryError
 from rules.queries import ObjectQuery, custom_query, external_query
-from rules.rule_lint import lint
 from rules.series import index_series
 from rules.templates import TemplateError
 from rules.upstream_config import Upstream
 from shared import inputfiles
-from shared.kube.resources import WELL_KNOWN
-
-
-def _resource_errors(path: str, rule: Rule, served: dict[str, set[str]] | None) -> list[str]:
-    """Overrides that name no resource the API serves (namespacez). Without a cluster the
-    well-known table judges, and a resource with a group (a custom resource) is left for
-    ``--kubeconfig``; with one, the cluster's discovery judges every override."""
-    out = []
-    for label, gr in rule.resources.overrides.items():
-        if served is None:
-            if gr.group or known(gr) is not None:
-                continue
-            names = sorted(r.plural for r in WELL_KNOWN)
-            otherwise = " (give its group for a custom resource)"
-            where = ""
-        else:
-            groups = [gr.group] if gr.group else list(served)
-            names = sorted({n for g in groups for n in served.get(g, ())})
-            if gr.resource in names:
-                continue
-            where = f" in group {gr.group!r}" if gr.group else ""
-            missing = "API group" if gr.group and gr.group not in served else "resource"
-            otherwise = f": the cluster serves no such {missing}"
-        spelled, line = rule.resources.written.get(label, (gr.resource, 0))
-        hint = difflib.get_close_matches(gr.resource, names, n=1)
-        at = f"{path}:{line}" if line else path
-        out.append(
-            f"{at}: {rule.kind}[{rule.index}].resources.overrides.{label}: unknown resource "
-            f"{spelled!r}{where}" + (f" (did you mean {hint[0]!r}?)" if hint else otherwise)
-        )
-    return out
 
 
 def _example(rule: Rule, metric: str, series: str, resource: object) -> str:
@@ -126,23 +94,16 @@ async def validate(
     rendered query; with ``served`` (the cluster's resources) every override is proven to
     exist. ``check-config`` prints it; the rules webhook denies a ConfigMap by it."""
     v = Verdict()
-    config, problems = read_config(text, source)
-    if problems or config is None:
-        # every problem of the file at once: what could be read is linted too
-        v.errors += problems
+    # the offline verdict every path that loads rules gives (``rules.admission``); every
+    # problem of the file at once: what could be read is linted too
+    judged = judge(text, source, served)
+    config = judged.config
+    v.errors += judged.errors
+    v.warnings += judged.warnings
+    if judged.invalid_file or config is None:
         v.invalid_file = True
-        if config is not None:
-            findings = lint(config)
-            rules = config.rules + config.external_rules
-            v.errors += [err for rule in rules for err in _resource_errors(source, rule, served)]
-            v.errors += findings.errors
-            v.warnings += findings.warnings
         return v
     rules = config.rules + config.external_rules
-    v.errors += [err for rule in rules for err in _resource_errors(source, rule, served)]
-    findings = lint(config)
-    v.errors += findings.errors
-    v.warnings += findings.warnings
     if not rules and config.resource_rules is None and not config.upstreams:
         v.warnings.append(
             f"{source}: no rules: the adapter would serve no custom, external or resource metrics"

@@ -22,7 +22,8 @@ from typing import Any
 import structlog
 
 from promclient.promapi import PrometheusUnavailable
-from rules.config import ConfigError, parse_config
+from rules.admission import judge
+from rules.config import ConfigError
 from shared import inputfiles
 
 log = structlog.get_logger("adapter")
@@ -71,7 +72,7 @@ class RuleReloader:
         try:
             if isinstance(text, inputfiles.InputError):
                 raise ConfigError(str(text))
-            config = parse_config(text, self.path)
+            config = judge(text, self.path).usable()  # the verdict start-up gives
         except ConfigError as e:
             log.error("rule file refused; still serving the previous rules", file=self.path, error=str(e))
             self.on_result("error")
