@@ -76,3 +76,24 @@ def test_the_readmes_explanation_is_what_decide_prints() -> None:
     assert len(excerpt.strip().splitlines()) >= 5, "the README's excerpt was not found"
     for line in excerpt.rstrip("\n").splitlines():
         assert line.rstrip() in printed, line
+
+
+def test_architecture_names_every_shared_module_and_only_modules_that_exist() -> None:
+    """docs/architecture.md's table of ``shared/`` is drawn from the tree: a module added or
+    removed there is added or removed here."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    table = text[text.index("What each module of `shared/` owns") :]
+    table = table[: table.index("\n\n", table.index("| module |"))]
+    named = set(re.findall(r"`((?:kube/)?\w+\.py)`", table))
+    shared = ROOT / "shared"
+    modules = {p.relative_to(shared).as_posix() for p in shared.rglob("*.py") if p.name != "__init__.py"}
+    assert named == modules, f"not in the table: {sorted(modules - named)}; gone: {sorted(named - modules)}"
+
+
+def test_architecture_names_only_modules_that_exist() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    paths = set(
+        re.findall(r"`((?:adapter|controller|shared|rules|promclient|localcluster)/[\w/]+\.py)", text)
+    )
+    missing = sorted(p for p in paths if not (ROOT / p).exists())
+    assert not missing, f"docs/architecture.md names modules that do not exist: {missing}"
