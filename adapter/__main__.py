@@ -18,8 +18,8 @@ from adapter.commandline.check_config import check_config
 from adapter.commandline.flags import check_parser, serve_parser
 from adapter.commandline.prometheus_flags import prometheus_settings
 from adapter.commandline.team_flags import team_limits
-from adapter.team.check_metricrules import check_manifests, manifests
-from adapter.team.team_rules import Limits
+from adapter.metricrules.check_metricrules import check_manifests, manifests
+from adapter.metricrules.team_rules import Limits
 from promclient.backends import Backends, backend_factory
 from promclient.prometheus import Prometheus
 from rules.config import ConfigError, parse_config

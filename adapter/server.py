@@ -37,6 +37,10 @@ from adapter.commandline.prometheus_flags import prometheus_settings
 from adapter.commandline.team_flags import team_limits
 from adapter.forwarding.upstreams import Upstreams
 from adapter.listeners import StartupError, secure_site, webhook_site
+from adapter.metricrules.judging import RuleJudge
+from adapter.metricrules.team_gate import TeamGate
+from adapter.metricrules.team_rules import Limits
+from adapter.metricrules.team_watch import TeamRuleWatch
 from adapter.serving.app import AUTHENTICATOR, PROVIDERS, AdapterMetrics, build_app, prometheus_session
 from adapter.serving.auth import Authenticator, RequestHeaderConfig, load_requestheader_config
 from adapter.serving.default_rules import DEFAULT_RULES
@@ -47,10 +51,6 @@ from adapter.serving.registry import Registry
 from adapter.serving.relister import Relister
 from adapter.serving.reload import RuleReloader
 from adapter.serving.rules_webhook import MetricRuleReviewer, RulesReviewer, WebhookMetrics, webhook_app
-from adapter.team.judging import RuleJudge
-from adapter.team.team_gate import TeamGate
-from adapter.team.team_rules import Limits
-from adapter.team.team_watch import TeamRuleWatch
 from promclient.backends import Backends, backend_factory
 from promclient.backends import label as backend_label
 from promclient.prometheus import Prometheus
@@ -254,7 +254,7 @@ class Adapter:
 
     @contextlib.asynccontextmanager
     async def _team_rules(self, app: web.Application, kube: Kube) -> AsyncIterator[None]:
-        """MetricRules and ClusterMetricRules, watched and served (``adapter.team.team_watch``)."""
+        """MetricRules and ClusterMetricRules, watched and served (``adapter.metricrules.team_watch``)."""
         a = self.args
         watch = TeamRuleWatch(
             kube,

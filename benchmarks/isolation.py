@@ -3,10 +3,10 @@
 Two tables, pure CPU in one process:
 
 1. Ordinary queries: Prometheus' parser alone (promql-parser's parse, the floor of any
-   parse-based approach); ``adapter.team.isolation.confine`` on a query it has not seen (measure,
+   parse-based approach); ``adapter.metricrules.isolation.confine`` on a query it has not seen (measure,
    parse, print, parse again and check); and on one it has (the cache a serving adapter
    hits for every repeated query). Microseconds per query.
-2. Queries at the size limits (``adapter.team.query_size.SizeLimits``' defaults): the largest a
+2. Queries at the size limits (``adapter.metricrules.query_size.SizeLimits``' defaults): the largest a
    MetricRule may be, in each shape that stresses the parser or the rewrite (the longest
    chain the depth limit lets through, the most tokens, the longest text, the deepest
    nesting). Milliseconds of CPU per query not seen before, against the 50 ms goal, and
@@ -24,9 +24,9 @@ from collections.abc import Callable
 
 import promql_parser as pp
 
-from adapter.team.isolation import confine, confine_query
-from adapter.team.query_size import SizeLimits, measure
-from adapter.team.team_rules import NAMESPACED, Limits, judge
+from adapter.metricrules.isolation import confine, confine_query
+from adapter.metricrules.query_size import SizeLimits, measure
+from adapter.metricrules.team_rules import NAMESPACED, Limits, judge
 
 QUERIES = {
     "one selector": 'sum(http_requests{namespace="team-a",service="web"})',

@@ -19,7 +19,7 @@ from typing import NamedTuple, Protocol, TypeVar, cast
 
 T = TypeVar("T")
 # Held around a query only when it is sent: an answer from the cache, or from an identical
-# query already in flight, passes no gate (``adapter.team.team_gate`` counts what Prometheus does)
+# query already in flight, passes no gate (``adapter.metricrules.team_gate`` counts what Prometheus does)
 Gate = Callable[[], AbstractAsyncContextManager[None]]
 
 

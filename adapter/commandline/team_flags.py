@@ -6,14 +6,14 @@ from __future__ import annotations
 import argparse
 from datetime import timedelta
 
-from adapter.team.query_cost import CostLimits
-from adapter.team.query_size import CEILING, SizeLimits
+from adapter.metricrules.query_cost import CostLimits
+from adapter.metricrules.query_size import CEILING, SizeLimits
 from shared.cliflags import duration, positive
 
 
 def team_limit_flags(team: argparse._ArgumentGroup) -> None:
     """What one namespace's MetricRules may cost the adapter and the shared Prometheus
-    (docs/rules.md, "Limits"). Each default is ``adapter.team.query_size``'s or ``query_cost``'s."""
+    (docs/rules.md, "Limits"). Each default is ``adapter.metricrules.query_size``'s or ``query_cost``'s."""
     size, cost = SizeLimits(), CostLimits()
     team.add_argument(
         "--team-rule-max-query-length",

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from adapter.forwarding.upstreams import Upstreams
-from adapter.team.team_gate import TeamLimitError
+from adapter.metricrules.team_gate import TeamLimitError
 from promclient.promapi import PrometheusTimeout, PrometheusUnavailable
 from rules.config import Config
 from rules.promql import QueryError

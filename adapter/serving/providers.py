@@ -14,13 +14,13 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
-from adapter.team.isolation import IsolationError
-from adapter.team.query_cost import over_cost
-from adapter.team.team_assignment import Assignment
-from adapter.team.team_assignment import Served as TeamServed
-from adapter.team.team_gate import TeamGate, TeamLimitError
-from adapter.team.team_rules import NAMESPACED, Key, TeamRule
-from adapter.team.tenants import tenant_refused
+from adapter.metricrules.isolation import IsolationError
+from adapter.metricrules.query_cost import over_cost
+from adapter.metricrules.team_assignment import Assignment
+from adapter.metricrules.team_assignment import Served as TeamServed
+from adapter.metricrules.team_gate import TeamGate, TeamLimitError
+from adapter.metricrules.team_rules import NAMESPACED, Key, TeamRule
+from adapter.metricrules.tenants import tenant_refused
 from promclient.backends import Backends
 from promclient.promapi import Gate, PrometheusAPI, PrometheusTimeout, Sample
 from rules.config import Config, GroupResource
@@ -36,7 +36,7 @@ from .wire import CUSTOM, EXTERNAL, RESOURCE, item_builder, milli_quantity, time
 
 
 class TeamRules(Protocol):
-    """What serving needs of ``adapter.team.team_watch.TeamRuleWatch``: the current assignment,
+    """What serving needs of ``adapter.metricrules.team_watch.TeamRuleWatch``: the current assignment,
     and where to say that a rule's request met a per-namespace limit (or no longer does)."""
 
     assignment: Assignment
@@ -66,7 +66,7 @@ class Providers:
     ) -> None:
         self.config, self.registry, self.lister = config, registry, lister
         self.backends = Backends.of(prometheus)  # each rule is answered by its own backend
-        # MetricRules and ClusterMetricRules (``adapter.team.team_watch``), when watched
+        # MetricRules and ClusterMetricRules (``adapter.metricrules.team_watch``), when watched
         self.team: TeamRules | None = None
         self.team_query_timeout = 5.0
         self.team_gate = TeamGate()  # the per-namespace limits on MetricRule queries
@@ -170,7 +170,7 @@ class Providers:
 
     async def _team_query(self, rule: TeamRule, query: str, namespace: str | None) -> list[Sample]:
         """A team rule's query, as ``namespace``'s tenant, under its limits: a MetricRule's
-        within its namespace's (``adapter.team.team_gate``) and tenant, every one within the
+        within its namespace's (``adapter.metricrules.team_gate``) and tenant, every one within the
         team rules' query time limit. A limit hit is said on the rule's status too."""
         if rule.kind != NAMESPACED:
             return await self._timed(rule, query, namespace)

@@ -39,9 +39,9 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from adapter.commandline.check_config import Verdict, validate
-from adapter.team.judging import RuleJudge
-from adapter.team.team_rules import CLUSTER, NAMESPACED, key_of
-from adapter.team.team_rules import Verdict as TeamVerdict
+from adapter.metricrules.judging import RuleJudge
+from adapter.metricrules.team_rules import CLUSTER, NAMESPACED, key_of
+from adapter.metricrules.team_rules import Verdict as TeamVerdict
 from promclient.backends import Backends
 from promclient.promapi import PrometheusAPI
 
@@ -197,7 +197,7 @@ class MetricRuleReviewer:
     judge ``Invalid`` or ``NotAllowed`` (its PromQL, its confinement, its size and cost
     limits, its backend) is refused at create time with the same message its status would
     carry; the rest -- a conflict, the file form's discovery -- depends on the cluster and is
-    said on the status instead. Judged in the adapter's judging workers (``adapter.team.judging``)
+    said on the status instead. Judged in the adapter's judging workers (``adapter.metricrules.judging``)
     within ``timeout``, below the webhook's own: a rule that cannot be judged in time is
     refused with why, as its status would say."""
 

@@ -8,11 +8,11 @@ from datetime import timedelta
 import promql_parser as pp
 import pytest
 
-from adapter.team.isolation import IsolationError
-from adapter.team.isolation import _shape
-from adapter.team.isolation import check
-from adapter.team.isolation import confine
-from adapter.team.isolation import confine_selector
+from adapter.metricrules.isolation import IsolationError
+from adapter.metricrules.isolation import _shape
+from adapter.metricrules.isolation import check
+from adapter.metricrules.isolation import confine
+from adapter.metricrules.isolation import confine_selector
 
 NS = "team-a"
 

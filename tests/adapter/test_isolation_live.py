@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from adapter.team.isolation import confine
+from adapter.metricrules.isolation import confine
 from localcluster.prometheus import Exporter
 from localcluster.prometheus import PrometheusProcess
 from localcluster.tools import wait_until

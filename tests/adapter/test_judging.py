@@ -14,11 +14,11 @@ import promql_parser
 import pytest
 from prometheus_client import CollectorRegistry
 
-from adapter.team.judging import RuleJudge
-from adapter.team.team_rules import NAMESPACED
-from adapter.team.team_rules import Limits
-from adapter.team.team_rules import TeamRule
-from adapter.team.team_rules import Verdict
+from adapter.metricrules.judging import RuleJudge
+from adapter.metricrules.team_rules import NAMESPACED
+from adapter.metricrules.team_rules import Limits
+from adapter.metricrules.team_rules import TeamRule
+from adapter.metricrules.team_rules import Verdict
 
 
 def parse_without_limits(kind: str, obj: dict[str, Any], limits: Limits, now: float | None) -> Verdict:

@@ -13,11 +13,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from aiohttp.test_utils import TestServer
 
+from adapter.metricrules.judging import RuleJudge
+from adapter.metricrules.team_rules import Limits
 from adapter.serving.rules_webhook import METRIC_RULES_PATH
 from adapter.serving.rules_webhook import MetricRuleReviewer
 from adapter.serving.rules_webhook import WebhookMetrics
-from adapter.team.judging import RuleJudge
-from adapter.team.team_rules import Limits
 
 
 @pytest.fixture(scope="module")

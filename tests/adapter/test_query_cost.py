@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from adapter.team.isolation import confine_query
-from adapter.team.query_cost import CostLimits
-from adapter.team.query_cost import over_cost
+from adapter.metricrules.isolation import confine_query
+from adapter.metricrules.query_cost import CostLimits
+from adapter.metricrules.query_cost import over_cost
 
 LIMITS = CostLimits()
 NOW = 1_800_000_000.0

@@ -5,11 +5,11 @@ from __future__ import annotations
 import promql_parser as pp
 import pytest
 
-from adapter.team.query_size import CEILING
-from adapter.team.query_size import QueryTooLarge
-from adapter.team.query_size import SizeLimits
-from adapter.team.query_size import check_size
-from adapter.team.query_size import measure
+from adapter.metricrules.query_size import CEILING
+from adapter.metricrules.query_size import QueryTooLarge
+from adapter.metricrules.query_size import SizeLimits
+from adapter.metricrules.query_size import check_size
+from adapter.metricrules.query_size import measure
 
 
 def tree_depth(query: str) -> int:

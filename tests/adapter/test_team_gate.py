@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from adapter.team.query_cost import CostLimits
-from adapter.team.team_gate import TeamGate
-from adapter.team.team_gate import TeamLimitError
+from adapter.metricrules.query_cost import CostLimits
+from adapter.metricrules.team_gate import TeamGate
+from adapter.metricrules.team_gate import TeamLimitError
 
 
 class Clock:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapter.team.team_assignment import assign
-from adapter.team.team_assignment import condition
-from adapter.team.team_rules import CLUSTER
-from adapter.team.team_rules import NAMESPACED
-from adapter.team.team_rules import Limits
-from adapter.team.team_rules import TeamRule
-from adapter.team.team_rules import Verdict
-from adapter.team.team_rules import judge
+from adapter.metricrules.team_assignment import assign
+from adapter.metricrules.team_assignment import condition
+from adapter.metricrules.team_rules import CLUSTER
+from adapter.metricrules.team_rules import NAMESPACED
+from adapter.metricrules.team_rules import Limits
+from adapter.metricrules.team_rules import TeamRule
+from adapter.metricrules.team_rules import Verdict
+from adapter.metricrules.team_rules import judge
 from rules.naming import NAMESPACES
 from rules.naming import PODS
 from rules.queries import ObjectQuery

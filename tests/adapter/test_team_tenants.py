@@ -1,11 +1,11 @@
-"""Which tenant a MetricRule may read (``adapter.team.tenants``), on plain data."""
+"""Which tenant a MetricRule may read (``adapter.metricrules.tenants``), on plain data."""
 
 from __future__ import annotations
 
-from adapter.team.team_rules import CLUSTER
-from adapter.team.team_rules import NAMESPACED
-from adapter.team.team_rules import TeamRule
-from adapter.team.tenants import tenant_refused
+from adapter.metricrules.team_rules import CLUSTER
+from adapter.metricrules.team_rules import NAMESPACED
+from adapter.metricrules.team_rules import TeamRule
+from adapter.metricrules.tenants import tenant_refused
 from rules.backend_config import TenantHeader
 
 MAPPED = TenantHeader(default="platform", namespaces=(("shop", "team-a"),))

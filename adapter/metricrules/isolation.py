@@ -7,7 +7,7 @@ works the same for Prometheus, Thanos and any other backend a rule names.
 
 How it stays safe:
 
-1. The text is measured before any parse (``adapter.team.query_size``): the parser is never
+1. The text is measured before any parse (``adapter.metricrules.query_size``): the parser is never
    given a query deep enough to crash it.
 2. The query is parsed once and printed by us in one walk. Every vector selector, at any
    depth (inside range vectors, subqueries, functions and aggregations), gets
@@ -57,7 +57,7 @@ __all__ = ["NAMESPACE_LABEL", "OR_IN_BRACES", "IsolationError"]  # where the ada
 
 @dataclass(frozen=True)
 class Reach:
-    """What a query reads, for the cost limits (``adapter.team.query_cost``): the longest single
+    """What a query reads, for the cost limits (``adapter.metricrules.query_cost``): the longest single
     window, how far before the evaluation time its oldest sample can lie (windows and offsets
     along each path, summed), the smallest explicit subquery step, and the earliest time an
     ``@`` modifier pins (None: none does)."""
@@ -76,7 +76,7 @@ class Confined:
 
 def _measured_parse(query: str) -> pp.Expr:
     """Parse text a user wrote, after measuring it against ``CEILING``: the parser is never
-    handed a query deep enough to crash it (``adapter.team.query_size``)."""
+    handed a query deep enough to crash it (``adapter.metricrules.query_size``)."""
     try:
         check_size(query, CEILING)
     except QueryTooLarge as e:
@@ -224,7 +224,7 @@ def confine_query(query: str, namespace: str, label: str = NAMESPACE_LABEL) -> C
 
 
 class QueryTooLargeError(IsolationError):
-    """A query over a size limit (``adapter.team.query_size``), refused before any parse."""
+    """A query over a size limit (``adapter.metricrules.query_size``), refused before any parse."""
 
 
 def check(query: str, namespace: str, label: str = NAMESPACE_LABEL) -> None:

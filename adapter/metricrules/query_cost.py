@@ -1,6 +1,6 @@
 """What a team's query may cost the Prometheus every HPA shares: the limits, and the checks
 made on a rule's query before it is served (plain data; the per-request limits are
-enforced by ``adapter.team.team_gate``).
+enforced by ``adapter.metricrules.team_gate``).
 
 Why these limits: Prometheus' work for an instant query grows with the series it touches
 times the samples in each window. A team controls the windows (``[...]``), how far back

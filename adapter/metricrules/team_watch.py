@@ -1,6 +1,6 @@
 """MetricRules and ClusterMetricRules from the cluster: watched, assigned, verdicts written.
 
-The I/O edge of ``adapter.team.team_rules``: two informers keep the objects; any change wakes
+The I/O edge of ``adapter.metricrules.team_rules``: two informers keep the objects; any change wakes
 one reconcile on the event loop (and a resync every ``resync`` seconds, so a name the rule
 file gives up or takes is noticed), which assigns the names afresh -- a served
 ``Assignment`` replaced whole, so a request never sees half an update -- and writes each
@@ -34,7 +34,7 @@ from .team_assignment import Assignment, Name, collect, condition, give_out
 from .team_rules import CLUSTER, GROUP, NAMESPACED, PATHS, VERSION, Key, Limits, TeamRule, Verdict, key_of
 from .tenants import tenant_refused
 
-log = structlog.get_logger("adapter.team.team_rules")
+log = structlog.get_logger("adapter.metricrules.team_rules")
 
 
 def _now() -> str:

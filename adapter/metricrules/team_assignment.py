@@ -68,7 +68,7 @@ def judge_all(
     now: float | None = None,
 ) -> Judged:
     """Every object judged here, in this process (the adapter judges in workers instead:
-    ``adapter.team.judging``) and collected."""
+    ``adapter.metricrules.judging``) and collected."""
     objs = list(objects)
     return collect(objs, {key_of(k, o): judge(k, o, limits, now) for k, o in objs}, last_good)
 

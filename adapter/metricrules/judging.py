@@ -1,7 +1,7 @@
 """MetricRules judged in worker processes, each judgment with a deadline.
 
 Why not on the event loop: judging parses and rewrites PromQL that any namespace editor
-wrote. The size limits (``adapter.team.query_size``) keep the parser within its safe range, and
+wrote. The size limits (``adapter.metricrules.query_size``) keep the parser within its safe range, and
 confining is linear. Still, the parser is native code, and a defect in it must cost one
 rule, not the adapter every HPA reads. So each judgment runs in a worker process (pebble's
 ``ProcessPool``), where:
@@ -34,7 +34,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from .team_rules import Limits, TeamRule, Verdict, judge, key_of
 
-log = structlog.get_logger("adapter.team.team_rules")
+log = structlog.get_logger("adapter.metricrules.team_rules")
 
 WORKER_NICE = 10
 
