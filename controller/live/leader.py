@@ -35,8 +35,8 @@ class LeaderElector:
 
     Leadership is judged by time, not by counting failures: this process acts only while
     its last successful renewal *started* less than ``renew_deadline`` ago on
-    ``leader_clock``. Another candidate may take the Lease only ``lease_seconds`` after
-    that renewal's ``renewTime``, and ``lease_seconds > renew_deadline`` leaves the rest as
+    ``leader_clock``. Another candidate may take the Lease only ``lease_duration`` after
+    that renewal's ``renewTime``, and ``lease_duration > renew_deadline`` leaves the rest as
     room for clock skew, so a leader that was paused (SIGSTOP, a long GC, a frozen VM)
     knows it is no longer leader before anyone else can be. ``guard`` is called right
     before every write leaves the process.
@@ -46,17 +46,17 @@ class LeaderElector:
     namespace: str
     name: str
     identity: str
-    lease_seconds: int = 15
+    lease_duration: int = 15
     renew_deadline: float = 10.0
-    retry_seconds: float = 2.0
+    retry_period: float = 2.0
     clock: Callable[[], float] = leader_clock
     _renewed_at: float | None = None
 
     def __post_init__(self) -> None:
-        if not self.lease_seconds > self.renew_deadline > self.retry_seconds > 0:
+        if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
             raise ValueError(
                 "leader election needs lease duration > renew deadline > retry period > 0 "
-                f"(got {self.lease_seconds}s, {self.renew_deadline:g}s, {self.retry_seconds:g}s)"
+                f"(got {self.lease_duration}s, {self.renew_deadline:g}s, {self.retry_period:g}s)"
             )
 
     def _path(self) -> str:
@@ -94,7 +94,7 @@ class LeaderElector:
         """Try every retry period until the Lease is ours (True) or ``stop`` is set (False)."""
         while not await self.try_acquire():
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.retry_seconds):  # cancellable, unlike 3.11's wait_for
+                async with asyncio.timeout(self.retry_period):  # cancellable, unlike 3.11's wait_for
                     await stop.wait()
             if stop.is_set():
                 return False
@@ -105,7 +105,7 @@ class LeaderElector:
         """Renew every retry period; a leader whose last renewal is ``renew_deadline`` old
         exits the process at once (a fresh one stands by), as client-go's OnStoppedLeading."""
         while True:
-            await asyncio.sleep(self.retry_seconds if self.is_leader() else 0)
+            await asyncio.sleep(self.retry_period if self.is_leader() else 0)
             if self.is_leader():
                 with contextlib.suppress(KubeError):
                     await self.try_acquire()
@@ -135,7 +135,7 @@ class LeaderElector:
         stamp = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         spec = {
             "holderIdentity": self.identity,
-            "leaseDurationSeconds": self.lease_seconds,
+            "leaseDurationSeconds": self.lease_duration,
             "renewTime": stamp,
         }
         try:

@@ -231,9 +231,9 @@ def _elector(opts: Options, kube: Kube) -> LeaderElector | None:
         opts.lease_namespace,
         opts.lease_name,
         f"{host}_{uuid.uuid4()}",
-        lease_seconds=opts.lease_duration,
+        lease_duration=opts.lease_duration,
         renew_deadline=opts.renew_deadline,
-        retry_seconds=opts.retry_period,
+        retry_period=opts.retry_period,
     )
 
 

@@ -35,7 +35,7 @@ def test_a_fresh_elector_is_not_leader_and_refuses_writes() -> None:
 
 def test_leadership_lapses_at_the_renew_deadline_counted_from_the_renewal_start() -> None:
     clock = Clock()
-    e = elector(clock, lease_seconds=15, renew_deadline=10, retry_seconds=2)
+    e = elector(clock, lease_duration=15, renew_deadline=10, retry_period=2)
 
     async def acquire() -> bool:
         clock.now += 3  # a slow renewal: it still counts from when it started ...
@@ -66,9 +66,9 @@ def test_a_pause_longer_than_the_renew_deadline_ends_leadership_without_any_fail
 
 def test_lease_duration_must_exceed_renew_deadline_which_must_exceed_retry() -> None:
     with pytest.raises(ValueError, match="lease duration > renew deadline > retry period"):
-        elector(Clock(), lease_seconds=10, renew_deadline=10, retry_seconds=2)
+        elector(Clock(), lease_duration=10, renew_deadline=10, retry_period=2)
     with pytest.raises(ValueError, match="lease duration > renew deadline > retry period"):
-        elector(Clock(), lease_seconds=15, renew_deadline=2, retry_seconds=2)
+        elector(Clock(), lease_duration=15, renew_deadline=2, retry_period=2)
 
 
 def test_guarded_client_refuses_writes_before_they_leave_the_process() -> None:
