@@ -10,7 +10,6 @@ if __name__ == "__main__":  # python -m adapter: SIGTERM handled first, then thi
 
 import asyncio
 import sys
-import urllib.parse
 from collections.abc import Sequence
 
 from adapter.commandline import compat
@@ -23,7 +22,7 @@ from adapter.metricrules.team_rules import Limits
 from promclient.backends import Backends, backend_factory
 from promclient.prometheus import Prometheus
 from rules.config import ConfigError, parse_config
-from shared import eventloop, exitcodes, inputfiles
+from shared import cliflags, eventloop, exitcodes, inputfiles
 from shared.cliflags import apply_input_size
 from shared.gcpolicy import pause_collection, resume_collection
 from shared.kube.client import Kube
@@ -84,8 +83,7 @@ def _check(args: list[str]) -> int:
         served = found_served
     prom: Backends | None = None
     if c.prometheus_url:
-        url = urllib.parse.urlsplit(c.prometheus_url)
-        if url.scheme not in ("http", "https") or not url.hostname:
+        if not cliflags.is_http_url(c.prometheus_url):
             print(
                 f"error: --prometheus-url={c.prometheus_url} is not an http(s) URL (e.g. http://prometheus:9090)",
                 file=sys.stderr,

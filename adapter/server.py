@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import ipaddress
 import time
-import urllib.parse
 from collections.abc import AsyncIterator
 
 import structlog
@@ -56,7 +55,7 @@ from promclient.backends import label as backend_label
 from promclient.prometheus import Prometheus
 from rules.admission import judge
 from rules.config import Config, ConfigError, parse_config
-from shared import inputfiles
+from shared import cliflags, inputfiles
 from shared.gcpolicy import freeze_startup_heap
 from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
@@ -86,8 +85,7 @@ class Adapter:
     anything opens); its methods are the application's cleanup contexts."""
 
     def __init__(self, a: argparse.Namespace) -> None:
-        url = urllib.parse.urlsplit(a.prometheus_url)
-        if url.scheme not in ("http", "https") or not url.hostname:
+        if not cliflags.is_http_url(a.prometheus_url):
             raise StartupError(
                 "--prometheus-url must be an http(s) URL, e.g. http://prometheus:9090", got=a.prometheus_url
             )

@@ -20,10 +20,15 @@ def duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def is_http_url(text: str) -> bool:
+    """An http(s) URL with a host: the one test every URL flag of both commands uses."""
+    parts = urllib.parse.urlsplit(text)
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
 def http_url(text: str) -> str:
     """An http(s) URL with a host, checked when the flag is read (a usage error, exit 2)."""
-    parts = urllib.parse.urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if not is_http_url(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not an http(s) URL, e.g. https://127.0.0.1:10258")
     return text
 
