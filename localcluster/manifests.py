@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .cluster import Cluster
+from .host import ClusterHost
 
 RBAC = "rbac.authorization.k8s.io"
 
@@ -160,7 +160,7 @@ def adapter_manifests(
     return objs
 
 
-def service_account_kubeconfig(cluster: Cluster, namespace: str, name: str, path: Path) -> Path:
+def service_account_kubeconfig(cluster: ClusterHost, namespace: str, name: str, path: Path) -> Path:
     """A kubeconfig that acts as a ServiceAccount (a bound token), so RBAC applies for real."""
     token = cluster.kubectl("-n", namespace, "create", "token", name, "--duration=2h").stdout.strip()
     path.write_text(

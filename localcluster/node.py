@@ -19,35 +19,32 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import node_host
+from .host import ClusterHost
 from .node_host import CGROUP_ROOT, CLUSTER_DOMAIN, NODE_IP, NODE_NAME
 from .pki import issue
 from .tools import ClusterError, condition_true, free_port, log
-
-if TYPE_CHECKING:
-    from .cluster import Cluster
 
 PAUSE_IMAGE = "promhpa.local/pause:1"
 NAMESPACE = "k8s.io"  # containerd's namespace the CRI plugin keeps its images and containers in
 PROCESSES = ("containerd", "kubelet", "kube-proxy", "coredns")
 
 
-def node_dir(c: Cluster) -> Path:
+def node_dir(c: ClusterHost) -> Path:
     return c.dir / "node"
 
 
-def sock(c: Cluster) -> Path:
+def sock(c: ClusterHost) -> Path:
     return node_dir(c) / "containerd" / "containerd.sock"
 
 
-def binary(c: Cluster, name: str) -> str:
+def binary(c: ClusterHost, name: str) -> str:
     assert c.bins is not None
     return str(Path(c.bins.node) / name)
 
 
-def certs(c: Cluster, ca: object) -> None:
+def certs(c: ClusterHost, ca: object) -> None:
     """The kubelet's client identity (the Node authorizer's system:node:<name>), its serving
     certificate at the node's address, and kube-proxy's identity (bound to
     system:node-proxier by default)."""
@@ -56,7 +53,7 @@ def certs(c: Cluster, ca: object) -> None:
     issue(c.pki / "kube-proxy", ca, "system:kube-proxy")  # type: ignore[arg-type]
 
 
-def prepare_host(c: Cluster) -> None:
+def prepare_host(c: ClusterHost) -> None:
     """Record the host, then make the pod network: before the API server, which listens on
     the node's address."""
     d = node_dir(c)
@@ -65,7 +62,7 @@ def prepare_host(c: Cluster) -> None:
     node_host.setup_network()
 
 
-def start(c: Cluster) -> None:
+def start(c: ClusterHost) -> None:
     """containerd, then the kubelet (which registers the node), kube-proxy and CoreDNS; returns
     when the node is Ready."""
     d = node_dir(c)
@@ -82,7 +79,7 @@ def start(c: Cluster) -> None:
     _in_cluster(c)
 
 
-def _in_cluster(c: Cluster) -> None:
+def _in_cluster(c: ClusterHost) -> None:
     """Prometheus as a Deployment (``incluster``), and the demo app's image for what runs it."""
     from . import images, incluster
 
@@ -95,7 +92,7 @@ def _in_cluster(c: Cluster) -> None:
     log(f"in-cluster Prometheus at {incluster.PROMETHEUS_URL}")
 
 
-def _start_containerd(c: Cluster, d: Path) -> None:
+def _start_containerd(c: ClusterHost, d: Path) -> None:
     root = d / "containerd"
     (d / "cni" / "net.d").mkdir(parents=True, exist_ok=True)
     (d / "cni" / "net.d" / "10-promhpa.conflist").write_text(
@@ -156,7 +153,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt",
 DEFAULT_SOCKET = Path("/run/containerd/containerd.sock")
 
 
-def _link_default_socket(c: Cluster) -> None:
+def _link_default_socket(c: ClusterHost) -> None:
     if DEFAULT_SOCKET.is_symlink() and DEFAULT_SOCKET.resolve() == sock(c):
         return
     if os.path.lexists(DEFAULT_SOCKET):
@@ -168,7 +165,7 @@ def _link_default_socket(c: Cluster) -> None:
     DEFAULT_SOCKET.symlink_to(sock(c))
 
 
-def _kubeconfig(c: Cluster, name: str, cert: str) -> Path:
+def _kubeconfig(c: ClusterHost, name: str, cert: str) -> Path:
     path = c.dir / f"{name}.kubeconfig"
     doc = json.loads(c.kubeconfig.read_text())
     doc["users"][0]["user"] = {
@@ -180,7 +177,7 @@ def _kubeconfig(c: Cluster, name: str, cert: str) -> Path:
     return path
 
 
-def _start_kubelet(c: Cluster, d: Path) -> None:
+def _start_kubelet(c: ClusterHost, d: Path) -> None:
     (d / "resolv.conf").write_text("")  # pods get the cluster's DNS and nothing of the host's
     config = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
@@ -239,7 +236,7 @@ def _start_kubelet(c: Cluster, d: Path) -> None:
     )
 
 
-def _start_kube_proxy(c: Cluster, d: Path) -> None:
+def _start_kube_proxy(c: ClusterHost, d: Path) -> None:
     config = {
         "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
         "kind": "KubeProxyConfiguration",
@@ -263,7 +260,7 @@ def _start_kube_proxy(c: Cluster, d: Path) -> None:
     )
 
 
-def _start_coredns(c: Cluster, d: Path) -> None:
+def _start_coredns(c: ClusterHost, d: Path) -> None:
     """The cluster DNS on the node's address: cluster names only (no ``forward``: nothing is
     resolved outside)."""
     corefile = f"""{CLUSTER_DOMAIN}:53 in-addr.arpa:53 ip6.arpa:53 {{
@@ -283,12 +280,12 @@ def _start_coredns(c: Cluster, d: Path) -> None:
     c._wait("coredns", lambda: c._http_ok(f"http://127.0.0.1:{c.ports['coredns-health']}/health"))
 
 
-def _node_ready(c: Cluster) -> bool:
+def _node_ready(c: ClusterHost) -> bool:
     out = c.kubectl("get", "node", NODE_NAME, "-o", "json", check=False)
     return out.returncode == 0 and condition_true(json.loads(out.stdout), "Ready")
 
 
-def crictl(c: Cluster, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def crictl(c: ClusterHost, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """crictl against the node's containerd (what the kubelet sees: sandboxes, containers)."""
     return subprocess.run(
         [binary(c, "crictl"), f"--runtime-endpoint=unix://{sock(c)}", f"--image-endpoint=unix://{sock(c)}",
@@ -297,7 +294,7 @@ def crictl(c: Cluster, *args: str, timeout: float = 60) -> subprocess.CompletedP
     )  # fmt: skip
 
 
-def ctr(c: Cluster, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def ctr(c: ClusterHost, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """ctr in the CRI plugin's namespace (images as the kubelet finds them)."""
     return subprocess.run(
         [binary(c, "ctr"), f"--address={sock(c)}", f"--namespace={NAMESPACE}", *args],
@@ -305,7 +302,7 @@ def ctr(c: Cluster, *args: str, timeout: float = 300) -> subprocess.CompletedPro
     )  # fmt: skip
 
 
-def load_image(c: Cluster, archive: Path, name: str) -> None:
+def load_image(c: ClusterHost, archive: Path, name: str) -> None:
     """An OCI archive into the node's runtime as ``name`` (what a pod's ``image`` names; the
     kubelet then finds it present and pulls nothing)."""
     if not c.real_node or "containerd" not in c.pids:
@@ -346,13 +343,13 @@ def default_reference(archive: Path) -> str:
     return f"registry.local/{title}:{tag}"
 
 
-def _pause_archive(c: Cluster) -> Path:
+def _pause_archive(c: ClusterHost) -> Path:
     from .images import pause_image
 
     return pause_image(Path(binary(c, "pause")))
 
 
-def pod_netns(c: Cluster, namespace: str, pod: str) -> str:
+def pod_netns(c: ClusterHost, namespace: str, pod: str) -> str:
     """The path of a pod's network namespace (under containerd's state directory)."""
     ids = crictl(c, "pods", "--namespace", namespace, "--name", pod, "--state", "ready", "-q").stdout.split()
     if not ids:
@@ -361,7 +358,7 @@ def pod_netns(c: Cluster, namespace: str, pod: str) -> str:
     return str(next(n["path"] for n in spec["linux"]["namespaces"] if n["type"] == "network"))
 
 
-def stop(c: Cluster) -> None:
+def stop(c: ClusterHost) -> None:
     """The kubelet first (so it starts nothing more), then every pod through the CRI (its
     containers stopped, its network torn down by the CNI plugins), kube-proxy's rules, the
     daemons, and whatever the host still holds of the node."""
@@ -396,7 +393,7 @@ def _end_shims(d: Path) -> None:
         time.sleep(0.5)
 
 
-def leftovers(c: Cluster) -> list[str]:
+def leftovers(c: ClusterHost) -> list[str]:
     d = node_dir(c)
     before = d / "host-before.json"
     if not before.exists():

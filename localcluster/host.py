@@ -1,0 +1,51 @@
+"""What a set of components started beside the control plane (the real node) needs of the
+cluster that supervises it: its folder, ports and binaries, kubectl, and the process
+supervision (start, wait, stop). Named as a protocol so that ``node`` depends on this
+and not on ``cluster``, which starts it: no import cycle, type-only ones included."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any, Protocol
+
+from .tools import Binaries
+
+
+class ClusterHost(Protocol):
+    dir: Path
+    ports: dict[str, int]
+    pids: dict[str, int]
+    bins: Binaries | None
+    real_node: bool
+    k8s_version: str
+
+    @property
+    def kubeconfig(self) -> Path: ...
+
+    @property
+    def pki(self) -> Path: ...
+
+    @property
+    def server(self) -> str: ...
+
+    def apply(self, items: list[dict[str, Any]], kubeconfig: Path | None = None) -> None: ...
+
+    def kubectl(
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        timeout: float = 60,
+        kubeconfig: Path | None = None,
+    ) -> subprocess.CompletedProcess[str]: ...
+
+    def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None: ...
+
+    def _wait(self, name: str, check: object, timeout: float = 90) -> None: ...
+
+    def _stop(self, name: str, quiet: bool = False) -> None: ...
+
+    def _alive(self, name: str) -> bool: ...
+
+    def _http_ok(self, url: str) -> bool: ...
