@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC
 from datetime import datetime
+from types import SimpleNamespace
 
 from prometheus_client import generate_latest
 
@@ -82,3 +83,30 @@ def test_a_popped_record_is_gone_with_its_history() -> None:
     assert popped.history is not None
     assert records.history(KEY) is None
     assert records.pop(KEY) is None
+
+
+def test_upstreams_desired_replicas_series_is_set_under_its_own_label_names() -> None:
+    m = ControllerMetrics()
+    m.observe_reconcile(KEY, decision("1"), 0.01, set())
+    text = exposition(m)
+    assert 'horizontal_pod_autoscaler_controller_desired_replicas{hpa_name="web",namespace="ns"} 6.0' in text
+    m.forget(KEY, set())
+    assert "horizontal_pod_autoscaler_controller_desired_replicas{" not in exposition(m)
+
+
+def test_the_count_of_hpas_is_read_from_the_hpa_cache_when_scraped() -> None:
+    m = ControllerMetrics()
+    hpas = SimpleNamespace(objects={("ns", "a"): {}, ("ns", "b"): {}}, age=lambda: 1.0)
+    m.watch_informers({"hpas": hpas})  # type: ignore[dict-item]
+    assert "horizontal_pod_autoscaler_controller_num_horizontal_pod_autoscalers 2.0" in exposition(m)
+    hpas.objects[("ns", "c")] = {}
+    assert "horizontal_pod_autoscaler_controller_num_horizontal_pod_autoscalers 3.0" in exposition(m)
+
+
+def test_stale_sync_skips_are_counted_under_upstreams_name_and_labels() -> None:
+    m = ControllerMetrics()
+    m.stale_sync_skips.labels("autoscaling", "horizontalpodautoscalers").inc()
+    assert (
+        'horizontal_pod_autoscaler_controller_stale_sync_skips_total{group="autoscaling",'
+        'resource="horizontalpodautoscalers"} 1.0'
+    ) in exposition(m)
