@@ -53,9 +53,9 @@ from adapter.serving.rules_webhook import MetricRuleReviewer, RulesReviewer, Web
 from promclient.backends import Backends, backend_factory
 from promclient.backends import label as backend_label
 from promclient.prometheus import Prometheus
-from rules.admission import judge
-from rules.config import Config, ConfigError, parse_config
-from shared import cliflags, inputfiles
+from rules import admission
+from rules.config import Config, parse_config
+from shared import cliflags
 from shared.gcpolicy import freeze_startup_heap
 from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
@@ -73,11 +73,7 @@ def load_rules(path: str | None) -> Config:
     rules webhook and ``check-config`` refuse offline (``rules.admission``)."""
     if not path:
         return parse_config(DEFAULT_RULES, "<prometheus-adapter defaults>")
-    try:
-        text = inputfiles.read_text(path)
-    except inputfiles.InputError as e:
-        raise ConfigError(str(e)) from None
-    return judge(text, inputfiles.source_name(path)).usable()
+    return admission.load(path)
 
 
 class Adapter:

@@ -3,7 +3,8 @@ the file, ``check-config`` and the rules webhook.
 
 Each of the four once judged for itself: start-up and reload only parsed the file, so a
 rule the webhook refused (an override naming no resource, a lint error) could still load.
-Now every path asks ``judge`` first and refuses on any of its errors; ``check-config`` and
+Now every path asks ``judge`` first (``load`` for a file: the adapter and ``replay``) and
+refuses on any of its errors; ``check-config`` and
 the webhook go on to the checks that need a Prometheus (discovery, Prometheus' parser on
 each rendered query) or a cluster (``served``: every override against its discovery).
 What a path adds is never offline: a file refused by one path offline is refused by all.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
+from shared import inputfiles
 from shared.kube.resources import WELL_KNOWN
 
 from .config import Config, ConfigError, Rule, read_config
@@ -54,6 +56,16 @@ def judge(
     j.errors += findings.errors
     j.warnings += findings.warnings
     return j
+
+
+def load(path: str) -> Config:
+    """The rule file at ``path`` (``-``: standard input) through the bounded loader, judged:
+    ``ConfigError`` naming every error, one per line, on anything ``judge`` refuses."""
+    try:
+        text = inputfiles.read_text(path)
+    except inputfiles.InputError as e:
+        raise ConfigError(str(e)) from None
+    return judge(text, inputfiles.source_name(path)).usable()
 
 
 def resource_errors(path: str, rule: Rule, served: dict[str, set[str]] | None) -> list[str]:

@@ -14,7 +14,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import TypeVar
 
 import yaml
@@ -395,12 +394,3 @@ def read_config(
         tuple(parsed["rules"]), tuple(parsed["externalRules"]), resource_rules, source, backends, upstreams
     )
     return config, list(dict.fromkeys(errors))  # a key read by two checks is reported once
-
-
-def load_config(path: str | Path) -> Config:
-    """The rule file at ``path`` (``-``: standard input), read by the bounded loader."""
-    try:
-        text = inputfiles.read_text(str(path))
-    except inputfiles.InputError as e:
-        raise ConfigError(str(e)) from None
-    return parse_config(text, inputfiles.source_name(str(path)))

@@ -22,7 +22,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from promclient.prometheus import Prometheus, PrometheusSettings
-from rules.config import Config, ConfigError, GroupResource, Rule, load_config
+from rules import admission
+from rules.config import Config, ConfigError, GroupResource, Rule
 from rules.naming import PODS
 from rules.queries import ObjectQuery, container_query, custom_query, external_query
 from rules.series import index_series
@@ -52,7 +53,7 @@ def rules(path: str) -> Config:
     """The adapter's rule file (``-``: standard input), with the adapter's own validation
     (errors name file:line)."""
     try:
-        return load_config(path)  # the bounded loader: a file or standard input
+        return admission.load(path)  # the bounded loader, and the adapter's own verdict
     except ConfigError as e:
         raise RecordError(str(e)) from None
 
