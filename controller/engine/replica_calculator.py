@@ -352,22 +352,19 @@ def per_pod_replicas(
 
 def _per_pod_replicas_38(status_replicas: int, usage: int, target: int, tol: Tolerances) -> Calc:
     calc = Calc(status_replicas)
-    if status_replicas != 0:
-        ratio = go_fdiv(usage, float(target) * float(status_replicas))
-        calc.ratio = ratio
-        if tol.within(ratio):
-            calc.kept = "tolerance"
-            calc.notes.append(
-                f"ratio {ratio:.4g} is within the tolerance band {tol.band()}: keep {status_replicas}"
-            )
-        else:
-            calc.replicas = ceil_int32(go_fdiv(usage, target), True)
-            calc.notes.append(
-                f"ratio {ratio:.4g} outside {tol.band()}: ceil(total / per-pod target) = {calc.replicas}"
-            )
+    if status_replicas != 0:  # with none running the ratio is undefined: no tolerance check
+        calc.ratio = go_fdiv(usage, float(target) * float(status_replicas))
+    if calc.ratio is not None and tol.within(calc.ratio):
+        calc.kept = "tolerance"
+        calc.notes.append(
+            f"ratio {calc.ratio:.4g} is within the tolerance band {tol.band()}: keep {status_replicas}"
+        )
     else:
         calc.replicas = ceil_int32(go_fdiv(usage, target), True)
-        calc.notes.append(f"from zero replicas: ceil(total / per-pod target) = {calc.replicas}")
+        why = (
+            f"ratio {calc.ratio:.4g} outside {tol.band()}" if calc.ratio is not None else "from zero replicas"
+        )
+        calc.notes.append(f"{why}: ceil(total / per-pod target) = {calc.replicas}")
     if float(usage) >= float(INT64_MAX):
         calc.usage = INT64_MAX
     elif status_replicas == 0:
