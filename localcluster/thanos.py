@@ -167,9 +167,10 @@ class ThanosStack:
 
     def query(self, promql: str, **params: str) -> list[Any]:
         """An instant query against the Querier (``dedup="false"`` shows both replicas)."""
-        q = urllib.parse.urlencode({"query": promql, **params})
-        with urllib.request.urlopen(f"{self.url}/api/v1/query?{q}", timeout=10) as r:
-            return list(json.loads(r.read())["data"]["result"])
+        from prometheus_api_client import PrometheusConnect
+
+        prom = PrometheusConnect(self.url, disable_ssl=True, timeout=10)
+        return list(prom.custom_query(promql, params=params or None))
 
     def stop(self) -> None:
         for p in reversed(list(self.procs.values())):

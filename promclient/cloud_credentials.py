@@ -76,17 +76,6 @@ class CloudCredentials:
             self._held = (value, now, now + lasts if lasts is not None else NO_EXPIRY)
             self.error = None
 
-    def held_blocking(self) -> Any:
-        """The credentials to sign with, from a worker thread (the synchronous transport)."""
-        if self._needs_fetch(time.monotonic()):
-            try:
-                self.fetch()
-            except Exception:
-                if not self._valid(time.monotonic()):
-                    raise
-        assert self._held is not None
-        return self._held[0]
-
     def refused(self) -> None:
         """The server refused what we signed with (revoked, or expired early): the next
         request fetches anew instead of using what is held."""

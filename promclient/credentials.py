@@ -8,9 +8,6 @@ kubelet's Secrets and projected tokens do: the TLS files are looked at every sec
 are read again every 10 s (``shared.rereadfile``). When the server refuses what we sent (a
 TLS failure, 401 or 403), every file is looked at at once, so a rotation that reached the
 server before our interval passed costs no failed read (``refresh``).
-
-The synchronous transport (``promsync``) hands the same settings to requests; this module
-is the loop side, where every hot-path query goes.
 """
 
 from __future__ import annotations

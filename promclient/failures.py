@@ -5,6 +5,7 @@ boilerplate."""
 from __future__ import annotations
 
 import json
+import os
 import ssl
 
 from .promsettings import PrometheusHTTPError
@@ -46,6 +47,9 @@ def short(e: BaseException) -> str:
     Connection refused")."""
     parsed = prometheus_error(e)
     text = f"HTTP {parsed[0]}: {parsed[1]}" if parsed else str(e)
+    if isinstance(e, OSError) and not isinstance(e, ssl.SSLError) and e.errno and e.strerror:
+        # the loop's own wording ("Connect call failed (...)") under the system's name for it
+        text = f"{os.strerror(e.errno)}: {e.strerror}"
     _, found, cause = text.partition(" (Caused by ")
     if found:
         text = cause.split("): ", 1)[-1].rstrip(")'\"")

@@ -1,8 +1,8 @@
 """What the adapter needs from Prometheus, as a small interface (pure).
 
 Providers, discovery (``registry``) and ``check-config`` depend on ``PrometheusAPI``, not
-on prometheus-api-client: the live implementation is ``prometheus.Prometheus`` (threads,
-deadline, cache, coalescing); a test double that replays recorded answers can stand in
+on a transport: the live implementation is ``prometheus.Prometheus`` (one HTTP exchange
+per call on the loop, deadline, cache, coalescing); a test double that replays recorded answers can stand in
 where a real Prometheus cannot be made to fail the way the test needs. The answers are
 plain values (``Sample``), and failures are two exceptions the HTTP layer turns into 503
 and 504 ``Status`` objects.

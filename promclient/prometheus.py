@@ -1,22 +1,21 @@
 """Prometheus access: cached, coalesced, under one deadline, never blocking the event loop.
 
-Two transports under one set of rules. While the adapter serves, instant queries and series
-discovery -- the hot path -- go over the serving loop's own kept-alive connections
-(``attach``, ``shared.httpclient``): measured against a real Prometheus, prometheus-api-client in a
-thread cost 1.8-2.1 ms of adapter CPU per query and capped a client at ~360 queries/s, an
-aiohttp session on the loop 0.5-0.7 ms then (~175 us once the rest was trimmed), shared.httpclient
-~40 us (benchmarks/side_by_side.py shows the serving figures). Everything else (range
-queries for the replay, label names, the health check, and any use outside a serving
-app, such as ``check-config``) stays on prometheus-api-client, synchronous (requests), in a
-thread of this client's own pool, never the loop's default one (``promsync``, loaded on
-first use).
+One transport: every call -- instant queries, series, range queries, label names -- is one
+HTTP exchange on the event loop (``shared.httpclient``). While the adapter serves, the calls
+go over the serving loop's own kept-alive connections (``attach``); a tool that runs outside
+a serving app (``check-config``, the controller's replay) gets one connection per call from
+the same code, so what it checks is what the adapter does: the same TLS, credentials,
+tenant headers, POST-over-length rule, deadline and error text. Measured against a real
+Prometheus, prometheus-api-client in a thread cost 1.8-2.1 ms of adapter CPU per query and
+capped a client at ~360 queries/s; this way costs ~40 us (benchmarks/side_by_side.py shows
+the serving figures). The only threads left are the cloud credential libraries' refreshes
+(``cloud_credentials``), which are blocking network I/O of their own.
 
-Every call has one hard deadline (``--prometheus-timeout``): the client's own retry policy
-is switched off (its default, three retries with backoff, turned a 10 s timeout into 46 s),
-the HTTP timeout and Prometheus' own ``timeout`` parameter are what is left of the deadline,
-and at most ``retries`` (0 or 1) further attempt is made, only for a connection failure or
-a 502/503/504 and only while time is left. Past the deadline the caller gets
-``PrometheusTimeout`` (served as 504) whatever the transport is still doing.
+Every call has one hard deadline (``--prometheus-timeout``): the HTTP timeout and
+Prometheus' own ``timeout`` parameter are what is left of the deadline, and at most
+``retries`` (0 or 1) further attempt is made, only for a connection failure or a
+502/503/504 and only while time is left. Past the deadline the caller gets
+``PrometheusTimeout`` (served as 504).
 
 Instant-query results are kept for a few seconds (``--query-cache-ttl``) in a cachetools
 TTL cache, and identical queries that arrive while one is in flight share its result: an
@@ -33,7 +32,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import orjson
 from cachetools import TTLCache
@@ -55,12 +54,9 @@ from .promapi import (
     Sample,
     gather_all,
 )
-from .promsettings import PrometheusHTTPError, PrometheusSettings, TransportError
+from .promsettings import PrometheusHTTPError, PrometheusSettings
 from .sigv4 import SigV4
 from .throttle import Throttle, retry_after_seconds
-
-if TYPE_CHECKING:
-    from .promsync import SyncTransport
 
 T = TypeVar("T")
 __all__ = [
@@ -70,12 +66,12 @@ __all__ = [
     "PrometheusTimeout",
     "PrometheusUnavailable",
     "Sample",
-    "TransportError",
 ]
 
 
 class Prometheus:
-    """The adapter's only way to Prometheus: ``promapi.PrometheusAPI`` over prometheus-api-client."""
+    """One backend's ``promapi.PrometheusAPI``: the adapter's, check-config's and the replay's
+    only way to it."""
 
     def __init__(
         self,
@@ -98,14 +94,18 @@ class Prometheus:
         elif settings.azure:
             self.signer = AzureToken(settings.azure, settings.who, on_credentials_failure)
         self._on_throttled = on_throttled or (lambda: None)
-        self._sync: SyncTransport | None = None  # made on first use (``_transport``)
         self._params = dict(settings.params)
         self._http: Connections | None = None
         self._origin_parsed: Origin | None = None
         self._origin_generation = 0
         self._tls = RotatingTLS(settings)
         self._credentials = Credentials(settings)
-        self._pool = ThreadPoolExecutor(max_workers=max(1, settings.threads), thread_name_prefix="prometheus")
+        # a cloud library's credential refresh is blocking network I/O: it gets a thread
+        self._pool = (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="prometheus-credentials")
+            if self.signer
+            else None
+        )
         self._cache: TTLCache[str, list[Sample]] | None = (
             TTLCache(maxsize=cache_size, ttl=cache_ttl) if cache_ttl > 0 else None
         )
@@ -113,36 +113,16 @@ class Prometheus:
         self._on_query = on_query or (lambda kind, seconds, ok: None)
         self.cache_hits = 0
 
-    def _transport(self) -> SyncTransport:
-        if self._sync is None:
-            from .promsync import SyncTransport  # on first use: see promsync's docstring
-
-            self._sync = SyncTransport(self.settings, self._tls, self._credentials, self.signer)
-        return self._sync
-
-    async def _call(
-        self, kind: str, fn: Callable[[SyncTransport, float], T], headers: dict[str, str] | None = None
-    ) -> T:
-        """Run ``fn(transport, seconds_left)`` in the pool under the deadline, retrying at
-        most once; ``headers`` (the tenant's; None: the default tenant's) on its requests."""
-        loop = asyncio.get_running_loop()
-        self._tls.check()  # a rotated file: the transport closes its connections (promsync)
-        sync = self._transport()
-        sent = headers if headers is not None else self.tenant_headers(None)
-        return await self._acall(
-            kind, lambda left: loop.run_in_executor(self._pool, sync.run, fn, left, sent)
-        )
-
     def tenant_headers(self, namespace: str | None) -> dict[str, str]:
         """The header naming the tenant ``namespace`` asks as (its own, or the default for
         none); nothing for a backend without ``tenantHeader``."""
         t = self.settings.tenant
         return {} if t is None else {t.name: t.tenant_for(namespace)}
 
-    async def _acall(self, kind: str, call: Callable[[float], Awaitable[T]], bounded: bool = False) -> T:
-        """Await ``call(seconds_left)`` under the deadline, retrying at most once. ``bounded``:
-        the call keeps the deadline itself (raising TimeoutError), as the serving loop's
-        connections do, and needs no ``asyncio.timeout`` around it."""
+    async def _acall(self, kind: str, call: Callable[[float], Awaitable[T]]) -> T:
+        """Await ``call(seconds_left)`` under the deadline, retrying at most once. The call
+        keeps the deadline itself (``shared.httpclient`` raises TimeoutError), so no
+        ``asyncio.timeout`` wraps it."""
         start = time.monotonic()
         deadline = start + self.settings.timeout
         attempts = 1 + min(max(self.settings.retries, 0), 1)
@@ -160,17 +140,11 @@ class Prometheus:
             if left <= 0.05:
                 break
             try:
-                if bounded:
-                    result = await call(left)
-                else:
-                    # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancellation that
-                    # arrives as the thread finishes, and a cancelled discovery loop then never ends
-                    async with asyncio.timeout(left):
-                        result = await call(left)
+                result = await call(left)
             except TimeoutError:
                 error = TimeoutError()
                 break  # the deadline is spent: no retry can fit
-            except (OSError, TransportError, PrometheusHTTPError) as e:  # refused, reset, TLS, DNS
+            except (OSError, PrometheusHTTPError) as e:  # refused, reset, TLS, DNS, non-200
                 error = e
                 if isinstance(e, PrometheusHTTPError) and _throttled(e):
                     after = retry_after_seconds(e.retry_after, time.time())
@@ -215,7 +189,8 @@ class Prometheus:
         return self._credentials.refresh() or tls
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     @property
     def tls_error(self) -> str | None:
@@ -223,15 +198,31 @@ class Prometheus:
         return self._tls.error
 
     def attach(self, connections: Connections | None) -> None:
-        """Serve instant queries and series over ``connections`` (the serving loop's), or stop."""
+        """Send every call over ``connections`` (the serving loop's, kept alive), or (None)
+        over a connection of its own per call, as a tool outside a serving app does."""
         self._http = connections
 
     async def _get_json(
         self, path: str, params: dict[str, str], left: float, post: bool, tenant: dict[str, str]
     ) -> Any:
-        """One call to the HTTP API over the attached connections: the ``data`` of the answer,
-        or the same errors prometheus-api-client raises (so one error mapping serves both)."""
-        assert self._http is not None
+        """One call to the HTTP API: the ``data`` of the answer, ``PrometheusHTTPError`` for
+        any other status, TimeoutError past ``left`` seconds."""
+        if self._http is not None:
+            return await self._exchange(self._http, path, params, left, post, tenant)
+        # a tool's call: a connection for this exchange alone, closed before returning, so
+        # nothing outlives the caller's event loop (``asyncio.run`` per command)
+        async with Connections() as own:
+            return await self._exchange(own, path, params, left, post, tenant)
+
+    async def _exchange(
+        self,
+        connections: Connections,
+        path: str,
+        params: dict[str, str],
+        left: float,
+        post: bool,
+        tenant: dict[str, str],
+    ) -> Any:
         headers = {**self._credentials.headers(), **tenant} if tenant else self._credentials.headers()
         query = form_encode(params)
         answer: dict[str, str] = {}
@@ -240,10 +231,11 @@ class Prometheus:
         if post:
             headers = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
         if self.signer is not None:
+            assert self._pool is not None
             held = await self.signer.held(self._pool)
             url = f"{origin.scheme}://{origin.host_header}{origin.prefix}{target}"
             headers = self.signer.sign(held, method, url, headers, data)
-        status, body = await self._http.request(
+        status, body = await connections.request(
             origin, method, target, headers, data, timeout=left, answer=answer
         )
         if status != 200:
@@ -281,30 +273,18 @@ class Prometheus:
         out: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
         seconds = step.total_seconds()
         long = self._long(promql)
+        tenant = self.tenant_headers(None)
         chunk_start = start
         while chunk_start <= end:
             chunk_end = min(end, chunk_start + step * (max_points - 1))
 
-            def fetch(
-                sync: SyncTransport,
-                left: float,
-                a: datetime = chunk_start,
-                b: datetime = chunk_end,
-            ) -> Any:
-                if long:
-                    form = {**self._params, "query": promql, "start": f"{a.timestamp():.3f}",
-                            "end": f"{b.timestamp():.3f}", "step": f"{seconds:g}",
-                            "timeout": f"{left:.3f}"}  # fmt: skip
-                    return sync.form("/api/v1/query_range", form, left)
-                return sync.client.custom_query_range(
-                    promql, start_time=a, end_time=b, step=f"{seconds:g}",
-                    # the client rounds start and end to whole seconds; ours are exact
-                    params={**self._params, "timeout": f"{left:.3f}", "start": f"{a.timestamp():.3f}",
-                            "end": f"{b.timestamp():.3f}"},
-                    timeout=left,
-                )  # fmt: skip
+            async def fetch(left: float, a: datetime = chunk_start, b: datetime = chunk_end) -> Any:
+                params = {**self._params, "query": promql, "start": f"{a.timestamp():.3f}",
+                          "end": f"{b.timestamp():.3f}", "step": f"{seconds:g}",
+                          "timeout": f"{left:.3f}"}  # fmt: skip
+                return (await self._get_json("/api/v1/query_range", params, left, long, tenant))["result"]
 
-            raw = await self._call("range query", fetch)
+            raw = await self._acall("range query", fetch)
             for r in raw:
                 key = tuple(sorted(dict(r.get("metric", {})).items()))
                 out.setdefault(key, []).extend((float(t), float(v)) for t, v in r.get("values", []))
@@ -330,25 +310,13 @@ class Prometheus:
         self._inflight[key] = future
         long = self._long(promql)
 
-        def fetch(sync: SyncTransport, left: float) -> Any:
-            if long:
-                form = {**self._params, "query": promql, "timeout": f"{left:.3f}"}
-                return sync.form("/api/v1/query", form, left)
-            return sync.client.custom_query(
-                promql, params={**self._params, "timeout": f"{left:.3f}"}, timeout=left
-            )
-
-        async def over_http(left: float) -> Any:
+        async def fetch(left: float) -> Any:
             params = {**self._params, "query": promql, "timeout": f"{left:.3f}"}
             return (await self._get_json("/api/v1/query", params, left, long, tenant))["result"]
 
         try:
             async with gate() if gate is not None else contextlib.nullcontext():
-                raw = await (
-                    self._acall("query", over_http, bounded=True)
-                    if self._http is not None
-                    else self._call("query", fetch, tenant)
-                )
+                raw = await self._acall("query", fetch)
             samples = [_sample(r) for r in raw]
             if self._cache is not None:
                 self._cache[key] = samples
@@ -384,40 +352,23 @@ class Prometheus:
         start = end - max_age
         long = self._long(match)
 
-        def fetch(sync: SyncTransport, left: float) -> Any:
-            params = {**self._params, "match[]": match, "timeout": f"{left:.3f}"}
-            if long:  # POST asked for (e.g. a Thanos or Mimir backend), or a long selector
-                form = {**params, "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}"}
-                return sync.form("/api/v1/series", form, left)
-            return sync.client.get_series(start, end, params=params)
-
-        async def over_http(left: float) -> Any:
+        async def fetch(left: float) -> Any:
             params = {**self._params, "match[]": match, "timeout": f"{left:.3f}",
                       "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}"}  # fmt: skip
             return await self._get_json("/api/v1/series", params, left, long, tenant)
 
-        if self._http is not None:
-            return cast(list[dict[str, str]], await self._acall("series", over_http, bounded=True))
-        return cast(list[dict[str, str]], await self._call("series", fetch, tenant))
+        return cast(list[dict[str, str]], await self._acall("series", fetch))
 
     @property
     def url(self) -> str:
         return self.settings.url
 
     async def labels(self, match: str | None = None) -> list[str]:
-        params = {**self._params, **({"match[]": match} if match else {})} or None
-        return [
-            str(n)
-            for n in await self._call("labels", lambda sync, left: sync.client.get_label_names(params=params))
-        ]
+        async def fetch(left: float) -> Any:
+            params = {**self._params, **({"match[]": match} if match else {}), "timeout": f"{left:.3f}"}
+            return await self._get_json("/api/v1/labels", params, left, False, self.tenant_headers(None))
 
-    async def ready(self) -> bool:
-        try:
-            return bool(
-                await self._call("health check", lambda sync, left: sync.client.check_prometheus_connection())
-            )
-        except PrometheusUnavailable:
-            return False
+        return [str(n) for n in await self._acall("labels", fetch)]
 
 
 def _throttled(e: BaseException | None) -> bool:

@@ -1,7 +1,6 @@
-"""What both Prometheus transports share: a backend's settings and the errors they raise.
-
-Its own module so that the synchronous transport (``promsync``, loaded on first use) and
-the client that loads it (``prometheus``) both depend on it instead of on each other.
+"""A backend's settings and the HTTP error its answers raise: what the client
+(``prometheus``), its credentials and the backends' factory share, in a module of their own
+so that none of them imports another for it.
 """
 
 from __future__ import annotations
@@ -12,16 +11,11 @@ from rules.backend_config import AzureConfig, GoogleConfig, OAuth2Config, SigV4C
 
 
 class PrometheusHTTPError(Exception):
-    """A non-2xx answer, from either transport: its status and body as Prometheus sent them."""
+    """A non-2xx answer: its status and body as Prometheus sent them."""
 
     def __init__(self, status: int, body: bytes, retry_after: str | None = None) -> None:
         super().__init__(f"HTTP Status Code {status} ({body!r})")
         self.status, self.body, self.retry_after = status, body, retry_after
-
-
-class TransportError(Exception):
-    """The synchronous transport failed short of an answer (neither a timeout nor a refused
-    connection, which arrive as ``TimeoutError`` and ``ConnectionError``)."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +33,6 @@ class PrometheusSettings:
     timeout: float = 10.0  # the whole call's deadline, retry included
     retries: int = 1  # 0 or 1: one more attempt, only inside the deadline
     insecure_skip_verify: bool = False
-    threads: int = 32  # concurrent Prometheus calls (each holds a thread while it waits)
     name: str = ""  # the rule file's backend name; "" for the command line's
     params: dict[str, str] = field(default_factory=dict)  # sent with every call (Thanos' dedup, ...)
     sigv4: SigV4Config | None = None  # Amazon Managed Service for Prometheus (``sigv4``)

@@ -9,8 +9,7 @@ figures). aiohttp's client carries a general-purpose machinery -- cookie jars, t
 redirects, proxies, multidict headers, URL objects, timers per request -- that a call to
 one known HTTP API with a fixed set of headers never uses: on the external-metrics path
 it was a third of the adapter's CPU per request, and in the controller at 2,000 HPAs the
-two API reads of a reconcile were most of its CPU (py-spy). aiohttp still serves the APIs;
-prometheus-api-client still carries everything off the adapter's hot path.
+two API reads of a reconcile were most of its CPU (py-spy). aiohttp still serves the APIs.
 
 What is covered: GET and POST with any headers, ``http`` and ``https`` (the client's own TLS
 context), a path prefix in the URL (Thanos, Mimir, a proxy's route), answers with a

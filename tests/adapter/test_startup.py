@@ -2,9 +2,10 @@
 
 The aggregator cannot list a metric before the adapter's first discovery is done, so the
 libraries the serving path does not need first -- the kubernetes client (loaded in a worker
-thread while Prometheus answers that discovery), requests and prometheus-api-client (the
-synchronous transport, on first use), cryptography (only to make a certificate) -- are
-not imported with it. Nor does the garbage collector run before then (shared.gcpolicy).
+thread while Prometheus answers that discovery), requests (only a cloud backend's
+credential library uses it), prometheus-api-client (no product code does: the local
+cluster's tooling reads its Prometheus with it), cryptography (only to make a
+certificate) -- are not imported with it. Nor does the garbage collector run before then (shared.gcpolicy).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from datetime import UTC
 from datetime import datetime
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
@@ -265,14 +266,15 @@ def test_startup_mistakes_are_one_clean_error(flags: list[str], message: str, tm
     assert "Traceback" not in text
 
 
-TRANSPORTS = ["threads", "loop"]  # prometheus-api-client in the pool; the serving loop's connections
+# a connection per call (check-config, the replay); the serving loop's kept-alive connections
+TRANSPORTS = ["own", "loop"]
 
 
 def run_query(p: Prometheus, transport: str, promql: str) -> list[float]:
     """``promql`` through ``p`` over one transport (the app attaches its connections while serving)."""
 
     async def go() -> list[float]:
-        if transport == "threads":
+        if transport == "own":
             return [s.value for s in await p.query(promql)]
         async with Connections() as connections:
             p.attach(connections)
@@ -332,7 +334,7 @@ def tls_prometheus(
 
 def _answers(p: Prometheus) -> bool:
     try:
-        return run_query(p, "threads", "tls_probe") == [5.0]
+        return run_query(p, "own", "tls_probe") == [5.0]
     except PrometheusUnavailable:
         return False
 
@@ -405,3 +407,53 @@ def test_credentials_and_headers_reach_prometheus(
         bearer.close()
         basic.close()
         proxy.close()
+
+
+def test_every_call_of_a_tool_carries_the_backends_credentials_and_parameters(
+    prometheus: PrometheusProcess, exporter: Exporter, tmp_path: Path
+) -> None:
+    """check-config and the replay reach Prometheus with the serving code: range queries,
+    series and label names carry the token, headers and parameters an instant query does,
+    and a range query too long for a URL is POSTed like one."""
+    from tests.support import Recorder
+
+    exporter.set('tool_probe{pod="a"}', 4)
+    history = "count_over_time(tool_probe[1m]) >= 6"  # scraped every second: the range is whole
+    wait_until(lambda: prometheus.query(history) != [], timeout=20, what="6 samples")
+    token = tmp_path / "token"
+    token.write_text("tool-token\n")
+    proxy = Recorder(prometheus.url, max_url=2048)
+    url = proxy.start()
+    p = Prometheus(
+        PrometheusSettings(url, token_file=str(token), headers={"X-Scope-OrgID": "team-t"},
+                           params={"dedup": "true"}, post_over=1024),
+        cache_ttl=0,
+    )  # fmt: skip
+    end = datetime.now(UTC).replace(microsecond=0)
+    long = "tool_probe" + " or tool_probe" * 200  # ~2.8 KB: refused as a URL by the proxy
+
+    async def calls() -> tuple[Any, ...]:
+        return (
+            await p.query_range("tool_probe", end - timedelta(seconds=4), end, timedelta(seconds=2)),
+            await p.query_range(long, end - timedelta(seconds=4), end, timedelta(seconds=2)),
+            await p.series('{__name__="tool_probe"}', timedelta(minutes=5)),
+            await p.labels(),
+        )
+
+    try:
+        short_range, long_range, series, labels = asyncio.run(calls())
+    finally:
+        p.close()
+        proxy.close()
+    assert [v for _, vs in short_range for _, v in vs] == [4.0, 4.0, 4.0]
+    assert long_range == short_range
+    assert [s["pod"] for s in series] == ["a"]
+    assert "pod" in labels
+    paths = [path for path, _, _ in proxy.calls]
+    assert paths == ["/api/v1/query_range", "/api/v1/query_range", "/api/v1/series", "/api/v1/labels"]
+    assert proxy.methods == ["GET", "POST", "GET", "GET"]
+    for _, params, headers in proxy.calls:
+        assert headers["Authorization"] == "Bearer tool-token"
+        assert headers["X-Scope-OrgID"] == "team-t"
+        assert params["dedup"] == ["true"]
+        assert "timeout" in params  # what is left of the deadline, for Prometheus to stop too

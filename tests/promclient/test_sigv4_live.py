@@ -84,7 +84,7 @@ def _client(url: str, region: str = REGION, service: str = "aps") -> Prometheus:
 
 def _query(p: Prometheus, transport: str = "loop") -> object:
     async def go() -> object:
-        if transport == "threads":
+        if transport == "own":
             return [s.value for s in await p.query(METRIC)]
         async with Connections() as connections:
             p.attach(connections)
@@ -101,7 +101,7 @@ def _query(p: Prometheus, transport: str = "loop") -> object:
         p.close()
 
 
-@pytest.mark.parametrize("transport", ["loop", "threads"])
+@pytest.mark.parametrize("transport", ["loop", "own"])
 def test_irsa_credentials_sign_queries_the_verifier_accepts(
     transport: str, amp: VerifyingProxy, sts: Sts, irsa: Path
 ) -> None:
