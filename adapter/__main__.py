@@ -12,12 +12,12 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
+from adapter.admission.check_config import check_config
+from adapter.admission.check_metricrules import check_manifests, manifests
 from adapter.commandline import compat
-from adapter.commandline.check_config import check_config
 from adapter.commandline.flags import check_parser, serve_parser
 from adapter.commandline.prometheus_flags import prometheus_settings
 from adapter.commandline.team_flags import team_limits
-from adapter.metricrules.check_metricrules import check_manifests, manifests
 from adapter.metricrules.team_rules import Limits
 from promclient.backends import Backends, backend_factory
 from promclient.prometheus import Prometheus

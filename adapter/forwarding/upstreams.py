@@ -29,7 +29,7 @@ import orjson
 import structlog
 from aiohttp import web
 
-from adapter.serving.wire import CUSTOM, EXTERNAL, status
+from adapter.api.wire import CUSTOM, EXTERNAL, status
 from rules.upstream_config import IN_CLUSTER_TOKEN, Upstream, routed
 from shared.httpclient import Connections, Origin
 from shared.rereadfile import RereadFile

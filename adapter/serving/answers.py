@@ -7,12 +7,11 @@ import time
 from decimal import Decimal
 from typing import Any
 
+from adapter.api.requests import MetricRequest
+from adapter.api.wire import EXTERNAL, milli_quantity, timestamp, value_list
 from promclient.promapi import Sample
 from shared.quantity import Format, Quantity
 from shared.selectors import Selector
-
-from .requests import MetricRequest
-from .wire import EXTERNAL, milli_quantity, timestamp, value_list
 
 
 def selector_json(sel: Selector | None) -> dict[str, Any] | None:

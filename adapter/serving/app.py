@@ -18,6 +18,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from adapter.api.requests import REQUEST_INFO, BadRequest, MetricRequest, NotFound, parse_path
+from adapter.api.wire import CUSTOM, EXTERNAL, VERSIONS, group_entry, resource_list, status
 from adapter.forwarding.upstreams import Upstreams
 from adapter.metricrules.team_gate import TeamLimitError
 from promclient.promapi import PrometheusTimeout, PrometheusUnavailable
@@ -29,8 +31,6 @@ from shared.httpclient import Connections
 from .health import Health, inflight_limiter, probe_routes
 from .providers import ObjectLister, Providers
 from .registry import Registry
-from .requests import REQUEST_INFO, BadRequest, MetricRequest, NotFound, parse_path
-from .wire import CUSTOM, EXTERNAL, VERSIONS, group_entry, resource_list, status
 
 log = structlog.get_logger("adapter")
 

@@ -25,13 +25,13 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from adapter.api.requests import REQUEST_INFO, BadRequest, RequestInfo, request_info
+from adapter.api.wire import status
 from shared.kube.client import Kube
 from shared.kube.delegated import AUTHENTICATION_CONFIGMAP, DelegatedAuth, User
 from shared.kube.errors import KubeError
 
 from .health import PROBE_PATHS, Handler
-from .requests import REQUEST_INFO, BadRequest, RequestInfo, request_info
-from .wire import status
 
 log = structlog.get_logger("adapter.serving.auth")
 

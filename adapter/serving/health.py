@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import structlog
 from aiohttp import web
 
-from .wire import status
+from adapter.api.wire import status
 
 log = structlog.get_logger("adapter.serving.health")
 PROBE_PATHS = frozenset({"/healthz", "/livez", "/readyz"})

@@ -14,6 +14,8 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
+from adapter.api.requests import BadRequest, MetricRequest, NotFound
+from adapter.api.wire import CUSTOM, EXTERNAL, RESOURCE, item_builder, milli_quantity, timestamp, value_list
 from adapter.metricrules.isolation import IsolationError
 from adapter.metricrules.query_cost import over_cost
 from adapter.metricrules.team_assignment import Assignment
@@ -31,8 +33,6 @@ from shared.selectors import Selector
 
 from .answers import external_list, selector_json, usage_of
 from .registry import Registry
-from .requests import BadRequest, MetricRequest, NotFound
-from .wire import CUSTOM, EXTERNAL, RESOURCE, item_builder, milli_quantity, timestamp, value_list
 
 
 class TeamRules(Protocol):

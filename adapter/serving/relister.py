@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 import structlog
 
+from adapter.api.wire import CUSTOM, EXTERNAL
 from promclient.backends import label as backend_label
 from promclient.promapi import PrometheusUnavailable
 
 from .app import AdapterMetrics
 from .health import Health
 from .registry import Registry
-from .wire import CUSTOM, EXTERNAL
 
 log = structlog.get_logger("adapter")
 

@@ -38,7 +38,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from adapter.commandline.check_config import Verdict, validate
+from adapter.admission.check_config import Verdict, validate
 from adapter.metricrules.judging import RuleJudge
 from adapter.metricrules.team_rules import CLUSTER, NAMESPACED, key_of
 from adapter.metricrules.team_rules import Verdict as TeamVerdict

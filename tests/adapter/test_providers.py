@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import pytest
 
+from adapter.api.requests import parse_path
 from adapter.serving.providers import Providers
 from adapter.serving.registry import Registry
-from adapter.serving.requests import parse_path
 from promclient.promapi import PrometheusTimeout
 from promclient.promapi import Sample
 from rules.config import parse_config

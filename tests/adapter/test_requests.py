@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from adapter.serving.requests import BadRequest
-from adapter.serving.requests import NotFound
-from adapter.serving.requests import decode_path
-from adapter.serving.requests import parse_path
-from adapter.serving.requests import request_info
+from adapter.api.requests import BadRequest
+from adapter.api.requests import NotFound
+from adapter.api.requests import decode_path
+from adapter.api.requests import parse_path
+from adapter.api.requests import request_info
 from rules.config import GroupResource
 
 C = "/apis/custom.metrics.k8s.io/v1beta2"

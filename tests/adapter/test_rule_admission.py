@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from adapter.commandline.check_config import validate
+from adapter.admission.check_config import validate
 from adapter.server import load_rules
 from adapter.serving.reload import RuleReloader
 from adapter.serving.rules_webhook import RulesReviewer

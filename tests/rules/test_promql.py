@@ -91,7 +91,7 @@ def test_external_query_adds_the_namespace_when_namespaced() -> None:
     "milli", [0, 1, -1, 999, 1000, 1500, -1500, 20000, 2_000_000, 6667, 10**21, -(10**12), 123456789]
 )
 def test_fast_milli_formatting_equals_the_exact_formatter(milli: int) -> None:
-    from adapter.serving.wire import format_milli
+    from adapter.api.wire import format_milli
     from shared.quantity import Quantity
 
     assert format_milli(milli) == str(Quantity.from_milli(milli))

@@ -16,11 +16,11 @@ from typing import Any
 
 import yaml
 
-from adapter.commandline.check_config import MAX_LINES, print_capped, print_document
+from adapter.metricrules.judging import RuleJudge
+from adapter.metricrules.team_rules import CLUSTER, NAMESPACED, Limits, Verdict, key_of
 from shared import inputfiles
 
-from .judging import RuleJudge
-from .team_rules import CLUSTER, NAMESPACED, Limits, Verdict, key_of
+from .check_config import MAX_LINES, print_capped, print_document
 
 KINDS = (NAMESPACED, CLUSTER)
 _KIND = re.compile(r"""kind["']?\s*:\s*["']?(Cluster)?MetricRule\b""")
