@@ -24,15 +24,20 @@ from rules.config import GroupResource
 from rules.naming import NAMESPACES, known, namespaced
 from shared.selectors import Selector, SelectorError, parse_cached
 
+from .errors import StatusError
 from .wire import CUSTOM, EXTERNAL, RESOURCE, VERSIONS
 
 
-class BadRequest(ValueError):  # noqa: N818 - named for the HTTP status it becomes
+class BadRequest(StatusError, ValueError):  # noqa: N818 - named for the HTTP status it becomes
     """400: the request is malformed (bad selector, invalid name, bad escape)."""
 
+    code, reason = 400, "BadRequest"
 
-class NotFound(LookupError):  # noqa: N818 - named for the HTTP status it becomes
+
+class NotFound(StatusError, LookupError):  # noqa: N818 - named for the HTTP status it becomes
     """404: no such metric, resource or path shape; the message names it."""
+
+    code, reason = 404, "NotFound"
 
 
 # the kube-apiserver's namespace subresources: `namespaces/{ns}/status` is the namespace

@@ -29,6 +29,8 @@ import orjson
 import structlog
 from aiohttp import web
 
+from adapter.api.provider import Forwarded
+from adapter.api.requests import MetricRequest
 from adapter.api.wire import CUSTOM, EXTERNAL, status
 from rules.upstream_config import IN_CLUSTER_TOKEN, Upstream, routed
 from shared.httpclient import Connections, Origin
@@ -160,11 +162,21 @@ class Upstreams:
             self.metrics.child(self.metrics.upstream_requests, client.spec.name, str(code)).inc()
         return code, body
 
-    def resources(self, group: str, version: str) -> list[dict[str, Any]]:
+    # --- a provider (``adapter.api.provider``), first in the chain: its patterns win ---------
+
+    def resources(self, req: MetricRequest) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for c in self.clients.values():
-            out += c.resources.get((group, version), [])
+            out += c.resources.get((req.group, req.version), [])
         return out
+
+    async def answer(self, req: MetricRequest, path_qs: str) -> Forwarded | None:
+        """The routed upstream's answer, as it came; None for a request no pattern routes."""
+        api = "external" if req.group == EXTERNAL else "custom" if req.group == CUSTOM else ""
+        upstream = self.route(api, req.metric, req.namespace) if api and req.metric else None
+        if upstream is None:
+            return None
+        return Forwarded(*await self.forward(upstream, path_qs))
 
     def report(self) -> str:
         """/readyz lines, and the up metric."""

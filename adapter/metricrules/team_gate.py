@@ -23,16 +23,17 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from adapter.api.errors import StatusError
+
 from .query_cost import CostLimits
 
 
-class TeamLimitError(Exception):
+class TeamLimitError(StatusError):
     """A MetricRule's request refused by a per-namespace limit: ``code`` and ``reason`` are
     its Status'; ``retry_after`` seconds for a rate limit."""
 
     def __init__(self, code: int, reason: str, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.code, self.reason, self.retry_after = code, reason, retry_after
+        super().__init__(message, code=code, reason=reason, retry_after=retry_after)
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """The aiohttp application: thin handlers over the providers, Status errors, health, metrics.
 
-Every path under ``/apis`` goes through ``requests.parse_path`` and one provider call; every
-error becomes a Kubernetes ``Status`` with the right code, so ``kubectl`` and the HPA
+Every path under ``/apis`` goes through ``requests.parse_path`` and one call of the provider
+chain (``adapter.api.provider``: the upstreams forwarded to, then the rule file and its
+MetricRules); every failure leaves it as one ``StatusError``, served as a Kubernetes
+``Status`` with the right code, so ``kubectl`` and the HPA
 controller show the message instead of "the server could not find the requested resource".
 """
 
@@ -18,14 +20,11 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from adapter.api.requests import REQUEST_INFO, BadRequest, MetricRequest, NotFound, parse_path
-from adapter.api.wire import CUSTOM, EXTERNAL, VERSIONS, group_entry, resource_list, status
-from adapter.forwarding.upstreams import Upstreams
-from adapter.metricrules.team_gate import TeamLimitError
-from promclient.promapi import PrometheusTimeout, PrometheusUnavailable
+from adapter.api.errors import StatusError
+from adapter.api.provider import Forwarded, MetricsProvider, ProviderChain
+from adapter.api.requests import REQUEST_INFO, parse_path
+from adapter.api.wire import VERSIONS, group_entry, resource_list, status
 from rules.config import Config
-from rules.promql import QueryError
-from rules.templates import TemplateError
 from shared.httpclient import Connections
 
 from .health import Health, inflight_limiter, probe_routes
@@ -156,34 +155,6 @@ async def _status_errors(
         return _error(e.status, reason, message)
 
 
-async def _dispatch(providers: Providers, req: MetricRequest) -> dict[str, Any]:
-    if req.kind == "discovery":
-        return resource_list(req.group, req.version, providers.discovery(req))
-    if req.kind == "object":
-        return await providers.custom(req)
-    if req.kind == "external":
-        return await providers.external(req)
-    if req.kind == "pods":
-        return await providers.pods(req)
-    return await providers.nodes(req)
-
-
-def _dispatch_discovery(providers: Providers, req: MetricRequest) -> dict[str, Any]:
-    return resource_list(req.group, req.version, providers.discovery(req))
-
-
-def _union(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Our resources, then the upstreams' not already listed (a name served twice is a
-    configuration error check-config reports; here ours is listed once)."""
-    names = {r["name"] for r in ours}
-    out = list(ours)
-    for r in theirs:
-        if r.get("name") not in names:
-            names.add(r.get("name"))
-            out.append(r)
-    return out
-
-
 def prometheus_session(max_per_origin: int = 0) -> Connections:
     """The serving loop's connections to Prometheus (queries and discovery); at most
     ``max_per_origin`` at once to one backend (0: no bound)."""
@@ -205,15 +176,17 @@ def build_app(
     metrics: AdapterMetrics | None = None,
     health: Health | None = None,
     max_inflight: int = 400,
-    upstreams: Upstreams | None = None,
+    upstreams: MetricsProvider | None = None,
 ) -> web.Application:
     """The metrics APIs' routes and middlewares, nothing that opens or runs: what serving
     needs (connections, discovery, the Kubernetes client, authentication) is opened by the
     contexts ``adapter.server`` adds. ``app[AUTHENTICATOR]``, when a context sets it, checks
-    every request but the probes'; ``app[PROVIDERS].lister`` answers ``*`` + labelSelector."""
+    every request but the probes'; ``app[PROVIDERS].lister`` answers ``*`` + labelSelector.
+    ``upstreams``: the metrics servers forwarded to, asked before the rule file."""
     m = metrics or AdapterMetrics()
     health = health or Health()
     providers = Providers(config, registry, registry.backends, lister)
+    chain = ProviderChain([upstreams, providers] if upstreams is not None else [providers])
     limiter = inflight_limiter(max_inflight, lambda: m.requests.labels("", "429").inc())
     app = web.Application(middlewares=[_status_errors, limiter, _authenticated])
     app[STATE] = {"metrics": m, "registry": registry, "health": health}
@@ -240,24 +213,14 @@ def build_app(
         code = 200
         try:
             req = parse_path(request.rel_url.raw_path, dict(request.query), request.get(REQUEST_INFO))
-            if upstreams is not None and upstreams.clients:
-                if req.kind == "discovery":
-                    body = _dispatch_discovery(providers, req)
-                    body["resources"] = _union(body["resources"], upstreams.resources(req.group, req.version))
-                    return _json(body)
-                api = "external" if req.group == EXTERNAL else "custom" if req.group == CUSTOM else ""
-                upstream = upstreams.route(api, req.metric, req.namespace) if api and req.metric else None
-                if upstream is not None:  # authorized above, as our own metrics are
-                    code, raw = await upstreams.forward(upstream, request.rel_url.raw_path_qs)
-                    return web.Response(body=raw, status=code, content_type="application/json")
-            return _json(await _dispatch(providers, req))
-        except NotFound as e:
-            code = 404
-            return _error(404, "NotFound", str(e))
-        except (BadRequest, QueryError, TemplateError) as e:
-            code = 400
-            return _error(400, "BadRequest", str(e))
-        except TeamLimitError as e:
+            if req.kind == "discovery":
+                return _json(resource_list(req.group, req.version, []) | {"resources": chain.resources(req)})
+            answer = await chain.answer(req, request.rel_url.raw_path_qs)  # authorized above
+            if isinstance(answer, Forwarded):
+                code = answer.code
+                return web.Response(body=answer.body, status=code, content_type="application/json")
+            return _json(answer)
+        except StatusError as e:
             code = e.code
             if e.retry_after is None:
                 return _error(e.code, e.reason, str(e))
@@ -265,12 +228,6 @@ def build_app(
             response = _json(status(e.code, e.reason, str(e), {"retryAfterSeconds": after}), e.code)
             response.headers["Retry-After"] = str(after)
             return response
-        except PrometheusTimeout as e:
-            code = 504
-            return _error(504, "Timeout", str(e))
-        except PrometheusUnavailable as e:
-            code = 503
-            return _error(503, "ServiceUnavailable", str(e))
         finally:
             m.served(label, code, time.monotonic() - start)
 

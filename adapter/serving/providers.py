@@ -15,7 +15,16 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
 from adapter.api.requests import BadRequest, MetricRequest, NotFound
-from adapter.api.wire import CUSTOM, EXTERNAL, RESOURCE, item_builder, milli_quantity, timestamp, value_list
+from adapter.api.wire import (
+    CUSTOM,
+    EXTERNAL,
+    RESOURCE,
+    item_builder,
+    milli_quantity,
+    resource_list,
+    timestamp,
+    value_list,
+)
 from adapter.metricrules.isolation import IsolationError
 from adapter.metricrules.query_cost import over_cost
 from adapter.metricrules.team_assignment import Assignment
@@ -287,6 +296,21 @@ class Providers:
                 raise NotFound(f"nodemetrics {req.name} not found")
             return {"kind": "NodeMetrics", "apiVersion": f"{RESOURCE}/{req.version}", **items[0]}
         return value_list(RESOURCE, req.version, "NodeMetricsList", items)
+
+    # --- a provider (``adapter.api.provider``): the rule file's and MetricRules' metrics -----
+
+    def resources(self, req: MetricRequest) -> list[dict[str, Any]]:
+        return list(resource_list(req.group, req.version, self.discovery(req))["resources"])
+
+    async def answer(self, req: MetricRequest, path_qs: str) -> dict[str, Any]:
+        """Every request for values this adapter's rules serve, or NotFound naming the metric."""
+        if req.kind == "object":
+            return await self.custom(req)
+        if req.kind == "external":
+            return await self.external(req)
+        if req.kind == "pods":
+            return await self.pods(req)
+        return await self.nodes(req)
 
     def discovery(self, req: MetricRequest) -> list[tuple[str, bool, str]]:
         if req.group == CUSTOM:
