@@ -12,23 +12,22 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
+import structlog
+
 from adapter.admission.check_config import check_config
 from adapter.admission.check_metricrules import check_manifests, manifests
-from adapter.commandline import compat
-from adapter.commandline.flags import check_parser, serve_parser
-from adapter.commandline.prometheus_flags import prometheus_settings
-from adapter.commandline.team_flags import team_limits
+from adapter.commandline.options import OptionsError, parse_check, parse_serve
 from adapter.metricrules.team_rules import Limits
 from promclient.backends import Backends, backend_factory
 from promclient.prometheus import Prometheus
 from rules.config import ConfigError, parse_config
-from shared import cliflags, eventloop, exitcodes, inputfiles
-from shared.cliflags import apply_input_size
+from shared import eventloop, exitcodes, inputfiles
 from shared.gcpolicy import pause_collection, resume_collection
 from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
 from shared.kube.discovery import served_resources
 from shared.kube.errors import KubeError
+from shared.logging import configure
 
 from .server import serve
 
@@ -59,22 +58,17 @@ def check(args: list[str]) -> int:
 
 
 def _check(args: list[str]) -> int:
-    c = check_parser().parse_args(args)
-    apply_input_size(c)
+    try:
+        c = parse_check(args)
+    except (ValueError, OSError) as e:  # a flag that parses but cannot be used, named
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     text = inputfiles.read_text(c.config)  # read once, bounded (standard input is a stream)
-    c.config = inputfiles.source_name(c.config)
-    found = manifests(text, c.config)
+    source = inputfiles.source_name(c.config)
+    found = manifests(text, source)
     if found is not None:
-        try:
-            size, cost = team_limits(c)
-        except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        names = {"" if n.strip() in ("", "default") else n.strip() for n in c.team_rule_backends.split(",")}
-        limits = Limits(backends=frozenset(names), size=size, cost=cost)
-        return asyncio.run(
-            check_manifests(c.config, found, limits, c.team_rule_judge_timeout.total_seconds(), c.output)
-        )
+        limits = Limits(backends=c.team_backends, size=c.team_size, cost=c.team_cost)
+        return asyncio.run(check_manifests(source, found, limits, c.judge_timeout, c.output))
     served = None
     if c.kubeconfig:
         found_served = _served_resources(c.kubeconfig)
@@ -82,20 +76,10 @@ def _check(args: list[str]) -> int:
             return found_served
         served = found_served
     prom: Backends | None = None
-    if c.prometheus_url:
-        if not cliflags.is_http_url(c.prometheus_url):
-            print(
-                f"error: --prometheus-url={c.prometheus_url} is not an http(s) URL (e.g. http://prometheus:9090)",
-                file=sys.stderr,
-            )
-            return 2
+    if c.prometheus is not None:
+        base = c.prometheus
         try:
-            base = prometheus_settings(c)
-        except (ValueError, OSError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        try:
-            specs = parse_config(text, c.config).backends
+            specs = parse_config(text, source).backends
         except (ConfigError, ValueError):
             specs = ()  # check_config reports it, with file and line
         try:
@@ -107,7 +91,7 @@ def _check(args: list[str]) -> int:
             prom = Backends(default, backend_factory(base, 0), specs)
         except (OSError, ValueError):  # a backend's file or library missing: validate names it
             prom = Backends(default, backend_factory(base, 0), ())
-    return asyncio.run(check_config(c.config, prom, c.metrics_max_age, served, text, c.output))
+    return asyncio.run(check_config(source, prom, c.max_age, served, text, c.output))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -116,12 +100,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return check(args[1:])
     if args and args[0] == "serve":
         args = args[1:]
-    args, set_aside = compat.split_unknown(args)
-    a = serve_parser().parse_args(args)
-    a.argv, a.set_aside = args, set_aside
+    try:
+        options = parse_serve(args)
+    except OptionsError as e:
+        configure(json=e.log.json, level=e.log.level)
+        structlog.get_logger("adapter").error(str(e), **e.context)
+        return 2
     pause_collection()  # until serving freezes the start-up heap (shared.gcpolicy)
     try:
-        return eventloop.run(serve(a))
+        return eventloop.run(serve(options))
     except (ConfigError, eventloop.EventLoopError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

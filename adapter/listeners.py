@@ -4,13 +4,13 @@ certificate only). A listener that cannot open is a ``StartupError`` naming the 
 
 from __future__ import annotations
 
-import argparse
 import ssl
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from adapter.commandline.options import ListenOptions
 from adapter.serving.auth import RequestHeaderConfig, add_client_ca
 from shared.tls import server_context, serving_files
 
@@ -23,8 +23,8 @@ class StartupError(Exception):
         self.context = context
 
 
-def _serving_files(a: argparse.Namespace) -> tuple[Path, Path]:
-    return serving_files(a.tls_cert_file, a.tls_private_key_file, a.cert_dir, a.cert_dns_name)
+def _serving_files(o: ListenOptions) -> tuple[Path, Path]:
+    return serving_files(o.cert_file, o.key_file, o.cert_dir, o.cert_dns_name)
 
 
 async def site(runner: web.AppRunner, host: str, port: int, ctx: ssl.SSLContext) -> web.TCPSite:
@@ -37,37 +37,37 @@ async def site(runner: web.AppRunner, host: str, port: int, ctx: ssl.SSLContext)
 
 
 async def secure_site(
-    runner: web.AppRunner, a: argparse.Namespace, requestheader: RequestHeaderConfig | None
+    runner: web.AppRunner, o: ListenOptions, requestheader: RequestHeaderConfig | None
 ) -> web.TCPSite:
     """The secure port: our certificate, and the front proxy's CA for client certificates."""
-    cert, key = _serving_files(a)
+    cert, key = _serving_files(o)
     try:
-        ctx = server_context(cert, key, a.tls_cipher_suites, a.tls_min_version)
+        ctx = server_context(cert, key, o.cipher_suites, o.min_version)
     except (OSError, ssl.SSLError) as e:
         raise StartupError(
             "cannot load the serving certificate", cert=str(cert), key=str(key), error=str(e)
         ) from None
     if requestheader is not None:
         add_client_ca(ctx, requestheader)
-    return await site(runner, a.bind_address, a.secure_port, ctx)
+    return await site(runner, o.bind_address, o.secure_port, ctx)
 
 
-async def webhook_site(app: web.Application, a: argparse.Namespace) -> web.AppRunner:
+async def webhook_site(
+    app: web.Application, o: ListenOptions, port: int, client_ca_file: str
+) -> web.AppRunner:
     """The rules webhook's port: it runs submitted queries against Prometheus, so it answers
-    only clients with a certificate from ``--rules-webhook-client-ca-file``."""
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=a.shutdown_grace_period.total_seconds())
+    only clients with a certificate from ``client_ca_file`` (``--rules-webhook-client-ca-file``)."""
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=o.shutdown_grace_period)
     await runner.setup()
     try:
-        ctx = server_context(*_serving_files(a), a.tls_cipher_suites, a.tls_min_version)
-        ctx.load_verify_locations(a.rules_webhook_client_ca_file)
+        ctx = server_context(*_serving_files(o), o.cipher_suites, o.min_version)
+        ctx.load_verify_locations(client_ca_file)
     except (OSError, ssl.SSLError) as e:
         await runner.cleanup()
-        raise StartupError(
-            "cannot set up the rules webhook's TLS", ca=a.rules_webhook_client_ca_file, error=str(e)
-        ) from None
+        raise StartupError("cannot set up the rules webhook's TLS", ca=client_ca_file, error=str(e)) from None
     ctx.verify_mode = ssl.CERT_OPTIONAL  # none: 401 with a reason, not a handshake failure
     try:
-        await site(runner, a.bind_address, a.rules_webhook_port, ctx)
+        await site(runner, o.bind_address, port, ctx)
     except StartupError:
         await runner.cleanup()
         raise

@@ -21,19 +21,15 @@ in reverse, and the process exits 0.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import ipaddress
 import time
 from collections.abc import AsyncIterator
 
 import structlog
 from aiohttp import web
 
-from adapter.commandline import compat
-from adapter.commandline.prometheus_flags import prometheus_settings
-from adapter.commandline.team_flags import team_limits
+from adapter.commandline.options import AdapterOptions
 from adapter.forwarding.upstreams import Upstreams
 from adapter.listeners import StartupError, secure_site, webhook_site
 from adapter.metricrules.judging import RuleJudge
@@ -55,7 +51,6 @@ from promclient.backends import label as backend_label
 from promclient.prometheus import Prometheus
 from rules import admission
 from rules.config import Config, parse_config
-from shared import cliflags
 from shared.gcpolicy import freeze_startup_heap
 from shared.kube.client import Kube
 from shared.kube.client import load as load_kube
@@ -77,33 +72,17 @@ def load_rules(path: str | None) -> Config:
 
 
 class Adapter:
-    """What one serving adapter is made of, built from its flags (checked here, before
-    anything opens); its methods are the application's cleanup contexts."""
+    """What one serving adapter is made of, built from its options (checked where they were
+    parsed, ``adapter.commandline.options``); its methods are the application's cleanup
+    contexts."""
 
-    def __init__(self, a: argparse.Namespace) -> None:
-        if not cliflags.is_http_url(a.prometheus_url):
-            raise StartupError(
-                "--prometheus-url must be an http(s) URL, e.g. http://prometheus:9090", got=a.prometheus_url
-            )
-        errors = compat.apply(a, a.argv, a.set_aside)
-        if errors:
-            raise StartupError("conflicting flags", errors=errors)
-        if a.insecure_skip_auth and not ipaddress.ip_address(a.bind_address).is_loopback:
-            raise StartupError("--insecure-skip-auth only binds to loopback", bind_address=a.bind_address)
-        if a.rules_webhook and not a.rules_webhook_client_ca_file:
-            raise StartupError(
-                "--rules-webhook needs --rules-webhook-client-ca-file: the webhook runs submitted "
-                "queries against Prometheus, so it only answers the API server's client certificate"
-            )
-        self.args = a
-        self.config = load_rules(a.config)
+    def __init__(self, o: AdapterOptions) -> None:
+        self.options = o
+        self.config = load_rules(o.rules.path)
         self.metrics = AdapterMetrics()
         self.health = Health()
-        try:
-            base = prometheus_settings(a)
-        except (ValueError, OSError) as e:  # two ways to authenticate; an unreadable password file
-            raise StartupError(str(e)) from None
-        ttl = a.query_cache_ttl.total_seconds()
+        base = o.prometheus
+        ttl = o.rules.query_cache_ttl
         try:
             throttled, failed = self.metrics.throttled, self.metrics.credential_failures
             self.backends = Backends(
@@ -128,45 +107,34 @@ class Adapter:
                 "cannot set up a backend from the rule file", rules=self.config.source, error=str(e)
             ) from None
         self.health.checks.append(self.report_attention)
-        self.max_age = a.metrics_max_age or a.metrics_relist_interval
+        self.max_age = o.rules.max_age
         self.registry = Registry(self.config, self.backends, self.max_age)
-        self.relister = Relister(
-            self.registry, self.health, self.metrics, a.metrics_relist_interval.total_seconds()
-        )
+        self.relister = Relister(self.registry, self.health, self.metrics, o.rules.relist_interval)
         self.upstreams = Upstreams(self.config.upstreams, self.metrics)
         self.requestheader: RequestHeaderConfig | None = None
         self.objects: ObjectCache | None = None
-        try:
-            self.team_size_cost = team_limits(a)
-        except ValueError as e:
-            raise StartupError(str(e)) from None
         # MetricRules are judged in worker processes (the watch's and the webhook's), started
         # with the watch or at the first review
         self.judge = RuleJudge(
-            self._team_limits(),
-            a.team_rule_judge_workers,
-            a.team_rule_judge_timeout.total_seconds(),
-            self.metrics.registry,
+            self._team_limits(), o.team.judge_workers, o.team.judge_timeout, self.metrics.registry
         )
 
     def create_app(self) -> web.Application:
         """The application factory: routes, then the contexts that open what they serve."""
-        a = self.args
+        o = self.options
         app = build_app(
             self.config,
             self.registry,
             metrics=self.metrics,
             health=self.health,
-            max_inflight=a.max_requests_inflight,
+            max_inflight=o.listen.max_requests_inflight,
             upstreams=self.upstreams,
         )
         app.cleanup_ctx.append(self.connections)  # before discovery and the Kubernetes client
         app.cleanup_ctx.append(self.kubernetes)
         app.cleanup_ctx.append(self.relister.context)
-        app.cleanup_ctx.append(
-            self.upstreams.context(self.health, a.upstream_discovery_interval.total_seconds())
-        )
-        if a.config and a.config_reload_interval.total_seconds() > 0:
+        app.cleanup_ctx.append(self.upstreams.context(self.health, o.rules.upstream_discovery_interval))
+        if o.rules.path and o.rules.reload_interval > 0:
             app.cleanup_ctx.append(self.reloader(app[PROVIDERS]).run)
         app.cleanup_ctx.append(self.health.heartbeat)
         return app
@@ -180,7 +148,7 @@ class Adapter:
 
     async def connections(self, _: web.Application) -> AsyncIterator[None]:
         """Connections to every backend; the first discovery goes out on them at once."""
-        async with prometheus_session(self.args.prometheus_max_connections) as session:
+        async with prometheus_session(self.options.rules.max_connections) as session:
             self.backends.attach(session)
             first = self.relister.first = asyncio.create_task(self.registry.relist())
             try:
@@ -196,29 +164,28 @@ class Adapter:
 
     async def kubernetes(self, app: web.Application) -> AsyncIterator[None]:
         """The Kubernetes client: delegated authentication, and the object informers."""
-        a = self.args
+        o = self.options
         kube: Kube | None = None
-        if a.insecure_skip_auth:
+        if o.listen.insecure_skip_auth:
             log.warning(
-                "authentication and authorization are OFF (--insecure-skip-auth)", bind_address=a.bind_address
+                "authentication and authorization are OFF (--insecure-skip-auth)",
+                bind_address=o.listen.bind_address,
             )
-            if a.kubeconfig:
-                kube = Kube(await asyncio.to_thread(load_kube, a.kubeconfig)).on_loop()
+            if o.kube.kubeconfig:
+                kube = Kube(await asyncio.to_thread(load_kube, o.kube.kubeconfig)).on_loop()
         else:
             try:
                 kube = Kube(
-                    await asyncio.to_thread(load_kube, a.kubeconfig)
+                    await asyncio.to_thread(load_kube, o.kube.kubeconfig)
                 ).on_loop()  # reviews from the loop
                 self.requestheader = await load_requestheader_config(kube)
             except (KubeError, OSError, ValueError) as e:
                 if kube is not None:
                     await kube.aclose()
                 raise StartupError("cannot set up delegated authentication", error=str(e)) from None
-            app[AUTHENTICATOR] = Authenticator(
-                kube, self.requestheader, a.auth_cache_ttl.total_seconds()
-            ).middleware()
+            app[AUTHENTICATOR] = Authenticator(kube, self.requestheader, o.kube.auth_cache_ttl).middleware()
         if kube is None:
-            if a.team_rules:
+            if o.team.enabled:
                 raise StartupError(
                     "--team-rules needs the Kubernetes API: run in the cluster or give --kubeconfig"
                 )
@@ -226,14 +193,14 @@ class Adapter:
             return
         self.objects = app[PROVIDERS].lister = ObjectCache(
             kube,
-            stale_after=a.informer_stale_after.total_seconds(),
+            stale_after=o.kube.informer_stale_after,
             health=self.health,
             metrics=self.metrics.registry,
-            watch_idle_timeout=a.informer_watch_idle_timeout.total_seconds(),
+            watch_idle_timeout=o.kube.informer_watch_idle_timeout,
         )
         try:
             async with contextlib.AsyncExitStack() as stack:
-                if a.team_rules:
+                if o.team.enabled:
                     await stack.enter_async_context(self._team_rules(app, kube))
                 yield
         finally:
@@ -241,15 +208,13 @@ class Adapter:
             await kube.aclose()
 
     def _team_limits(self) -> Limits:
-        a = self.args
-        names = {"" if n.strip() in ("", "default") else n.strip() for n in a.team_rule_backends.split(",")}
-        tenants = frozenset(t.strip() for t in a.team_rule_tenants.split(",") if t.strip())
-        return Limits(a.team_rules_per_namespace, frozenset(names), tenants, *self.team_size_cost)
+        t = self.options.team
+        return Limits(t.per_namespace, t.backends, t.tenants, t.size, t.cost)
 
     @contextlib.asynccontextmanager
     async def _team_rules(self, app: web.Application, kube: Kube) -> AsyncIterator[None]:
         """MetricRules and ClusterMetricRules, watched and served (``adapter.metricrules.team_watch``)."""
-        a = self.args
+        o = self.options
         watch = TeamRuleWatch(
             kube,
             self._team_limits(),
@@ -257,13 +222,13 @@ class Adapter:
             self.registry.custom_resources,
             self.backends,
             self.max_age,
-            watch_idle_timeout=a.informer_watch_idle_timeout.total_seconds(),
+            watch_idle_timeout=o.kube.informer_watch_idle_timeout,
             judge=self.judge,
         )
         providers = app[PROVIDERS]
-        providers.team, providers.team_query_timeout = watch, a.team_rule_query_timeout.total_seconds()
+        providers.team, providers.team_query_timeout = watch, o.team.query_timeout
         providers.team_tenants = watch.limits.tenants
-        providers.team_gate = TeamGate(self.team_size_cost[1])
+        providers.team_gate = TeamGate(o.team.cost)
         async with contextlib.asynccontextmanager(watch.context)(app):
             yield
 
@@ -280,39 +245,40 @@ class Adapter:
             if result == "success":
                 m.rules_loaded.set_to_current_time()
 
-        interval = self.args.config_reload_interval.total_seconds()
-        return RuleReloader(self.args.config, swap, registry.relist, counted, interval)
+        assert self.options.rules.path is not None  # reloading is set up only for a file
+        return RuleReloader(
+            self.options.rules.path, swap, registry.relist, counted, self.options.rules.reload_interval
+        )
 
     async def listen(self, runner: web.AppRunner) -> web.TCPSite:
         """The secure port: our certificate, and the front proxy's CA for client certificates."""
-        return await secure_site(runner, self.args, self.requestheader)
+        return await secure_site(runner, self.options.listen, self.requestheader)
 
     async def listen_webhook(self) -> web.AppRunner | None:
         """The rules webhook on a listener of its own (``adapter.serving.rules_webhook``)."""
-        a = self.args
-        if not a.rules_webhook:
+        w = self.options.webhook
+        if not w.enabled:
             return None
+        assert w.client_ca_file is not None  # required with the webhook (options)
         reviews = WebhookMetrics(self.metrics.registry)
         reviewer = RulesReviewer(
-            self.backends,
-            self.max_age,
-            a.rules_webhook_key,
-            timeout=a.rules_webhook_timeout.total_seconds(),
-            concurrency=a.rules_webhook_concurrency,
-            metrics=reviews,
+            self.backends, self.max_age, w.key, timeout=w.timeout, concurrency=w.concurrency, metrics=reviews
         )
-        team = MetricRuleReviewer(self.judge, reviews, timeout=a.rules_webhook_timeout.total_seconds())
-        return await webhook_site(webhook_app(reviewer, a.rules_webhook_allowed_names, team), a)
+        team = MetricRuleReviewer(self.judge, reviews, timeout=w.timeout)
+        app = webhook_app(reviewer, w.allowed_names, team)
+        return await webhook_site(app, self.options.listen, w.port, w.client_ca_file)
 
 
-async def serve(a: argparse.Namespace) -> int:
+async def serve(o: AdapterOptions) -> int:
     """Start, serve until SIGTERM or SIGINT, drain, stop. Exit 0, or 2 when it cannot start."""
-    level = "debug" if a.v is not None and a.v >= 4 else a.log_level
-    configure(json=a.log_format == "json", level=level)
+    configure(json=o.log.json, level=o.log.level)
+    for event, fields in o.ignored:  # prometheus-adapter's flags that do nothing here
+        log.warning(event, **fields)
     stop = stop_signals()
-    grace = a.shutdown_grace_period.total_seconds()
+    listen = o.listen
+    grace = listen.shutdown_grace_period
     try:
-        adapter = Adapter(a)
+        adapter = Adapter(o)
     except StartupError as e:
         log.error(str(e), **e.context)
         return 2
@@ -329,15 +295,15 @@ async def serve(a: argparse.Namespace) -> int:
         webhook = await adapter.listen_webhook()
         # libraries and configuration out of every GC pass; cached answers out of most (gcpolicy)
         frozen = freeze_startup_heap(young_threshold=YOUNG_GC_THRESHOLD)
-        if a.health_port:
-            probes = ProbeServer(adapter.health, a.bind_address, a.health_port)
+        if listen.health_port:
+            probes = ProbeServer(adapter.health, listen.bind_address, listen.health_port)
             probes.start()
         log.info(
             "serving",
-            address=f"https://{a.bind_address}:{a.secure_port}",
-            probes=f"http://{a.bind_address}:{a.health_port}" if probes else None,
-            rules_webhook=f"https://{a.bind_address}:{a.rules_webhook_port}" if webhook else None,
-            prometheus=a.prometheus_url,
+            address=f"https://{listen.bind_address}:{listen.secure_port}",
+            probes=f"http://{listen.bind_address}:{listen.health_port}" if probes else None,
+            rules_webhook=f"https://{listen.bind_address}:{o.webhook.port}" if webhook else None,
+            prometheus=o.prometheus.url,
             rules=adapter.config.source,
             custom_rules=len(adapter.config.rules),
             external_rules=len(adapter.config.external_rules),
@@ -347,7 +313,7 @@ async def serve(a: argparse.Namespace) -> int:
         # drain: not ready from now on (the probe process answers 503 at once); still
         # serving new connections for the shutdown delay, while the endpoint leaves kube-proxy
         adapter.health.ready_reason = "shutting down"
-        delay = a.shutdown_delay.total_seconds()
+        delay = listen.shutdown_delay
         if delay > 0:
             log.info("stopping: not ready, still serving for the shutdown delay", delay_seconds=delay)
             await asyncio.sleep(delay)

@@ -15,12 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from shared import inputfiles
 from shared.durations import DurationError, parse_duration
-
-log = structlog.get_logger("adapter")
 
 
 @dataclass(frozen=True)
@@ -220,10 +216,14 @@ def split_unknown(argv: list[str]) -> tuple[list[str], list[str]]:
     return kept, ignored
 
 
-def apply(a: argparse.Namespace, argv: list[str], set_aside: list[str]) -> list[str]:
-    """Map the compatible flags onto ours (a flag of ours given explicitly wins) and log one
-    warning per ignored flag. Returns the errors (flags that cannot be honoured together)."""
-    errors = []
+Ignored = tuple[str, dict[str, str]]  # a warning to log once logging is set up: event, fields
+
+
+def apply(a: argparse.Namespace, argv: list[str], set_aside: list[str]) -> tuple[list[str], list[Ignored]]:
+    """Map the compatible flags onto ours (a flag of ours given explicitly wins). Returns the
+    errors (flags that cannot be honoured together) and one warning per ignored flag."""
+    errors: list[str] = []
+    ignored: list[Ignored] = []
     explicit = {arg.split("=", 1)[0] for arg in argv if arg.startswith("--")}
     for c in COMPAT.values():
         values = getattr(a, _dest(c.flag))
@@ -231,8 +231,11 @@ def apply(a: argparse.Namespace, argv: list[str], set_aside: list[str]) -> list[
             continue
         value = values[-1]
         if c.target is None:
-            log.warning(
-                "flag accepted for prometheus-adapter compatibility and ignored", flag=c.flag, why=c.why
+            ignored.append(
+                (
+                    "flag accepted for prometheus-adapter compatibility and ignored",
+                    {"flag": c.flag, "why": c.why},
+                )
             )
             continue
         dest = c.target.lstrip("-").replace("-", "_")
@@ -255,10 +258,12 @@ def apply(a: argparse.Namespace, argv: list[str], set_aside: list[str]) -> list[
         elif getattr(a, dest, None) != parsed:
             errors.append(f"{c.flag}={value} and {c.target}={getattr(a, dest, None)} disagree: keep one")
     for arg in set_aside:
-        log.warning("argument accepted for prometheus-adapter compatibility and ignored", argument=arg)
+        ignored.append(
+            ("argument accepted for prometheus-adapter compatibility and ignored", {"argument": arg})
+        )
     if a.prometheus_auth_incluster not in (None, "false") and a.prometheus_auth_config:
         errors.append("--prometheus-auth-incluster and --prometheus-auth-config cannot be used together")
-    return errors
+    return errors, ignored
 
 
 IN_CLUSTER = Path("/var/run/secrets/kubernetes.io/serviceaccount")

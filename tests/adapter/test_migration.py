@@ -60,7 +60,7 @@ SIGS = [  # kubernetes-sigs/prometheus-adapter deploy/manifests/deployment.yaml
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     kept, aside = compat.split_unknown(argv)
     a = serve_parser().parse_args(kept)
-    return a, compat.apply(a, kept, aside)
+    return a, compat.apply(a, kept, aside)[0]
 
 
 def test_community_chart_arguments_are_accepted_and_mean_the_same() -> None:
