@@ -11,11 +11,8 @@ capped a client at ~360 queries/s; this way costs ~40 us (benchmarks/side_by_sid
 the serving figures). The only threads left are the cloud credential libraries' refreshes
 (``cloud_credentials``), which are blocking network I/O of their own.
 
-Every call has one hard deadline (``--prometheus-timeout``): the HTTP timeout and
-Prometheus' own ``timeout`` parameter are what is left of the deadline, and at most
-``retries`` (0 or 1) further attempt is made, only for a connection failure or a
-502/503/504 and only while time is left. Past the deadline the caller gets
-``PrometheusTimeout`` (served as 504).
+Every call has one hard deadline and at most one retry (``deadline``): the HTTP timeout
+and Prometheus' own ``timeout`` parameter are what is left of it.
 
 Instant-query results are kept for a few seconds (``--query-cache-ttl``) in a cachetools
 TTL cache, and identical queries that arrive while one is in flight share its result: an
@@ -27,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -42,13 +38,12 @@ from shared.httpclient import Connections, Origin, form_encode
 from .azure_auth import AzureToken
 from .cloud_credentials import CloudCredentials
 from .credentials import Credentials, RotatingTLS
-from .failures import prometheus_error, refused_credentials, retryable, short
+from .deadline import CallPolicy
+from .failures import refused_credentials
 from .google_auth import GoogleToken
 from .oauth2 import OAuth2Token
 from .promapi import (
     Gate,
-    PrometheusRejected,
-    PrometheusThrottled,
     PrometheusTimeout,
     PrometheusUnavailable,
     Sample,
@@ -56,7 +51,6 @@ from .promapi import (
 )
 from .promsettings import PrometheusHTTPError, PrometheusSettings
 from .sigv4 import SigV4
-from .throttle import Throttle, retry_after_seconds
 
 T = TypeVar("T")
 __all__ = [
@@ -83,7 +77,6 @@ class Prometheus:
         on_credentials_failure: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
-        self.throttle = Throttle()
         self.signer: CloudCredentials | None = None  # a cloud's credentials on every request
         if settings.sigv4:
             self.signer = SigV4(settings.sigv4, settings.who, on_credentials_failure)
@@ -93,7 +86,6 @@ class Prometheus:
             self.signer = OAuth2Token(settings.oauth2, settings.who, on_credentials_failure)
         elif settings.azure:
             self.signer = AzureToken(settings.azure, settings.who, on_credentials_failure)
-        self._on_throttled = on_throttled or (lambda: None)
         self._params = dict(settings.params)
         self._http: Connections | None = None
         self._origin_parsed: Origin | None = None
@@ -110,7 +102,8 @@ class Prometheus:
             TTLCache(maxsize=cache_size, ttl=cache_ttl) if cache_ttl > 0 else None
         )
         self._inflight: dict[str, asyncio.Future[list[Sample]]] = {}
-        self._on_query = on_query or (lambda kind, seconds, ok: None)
+        self.policy = CallPolicy(settings, on_query, on_throttled, self._rotated)
+        self.throttle = self.policy.throttle  # what the backend asked (``Backends.attention``)
         self.cache_hits = 0
 
     def tenant_headers(self, namespace: str | None) -> dict[str, str]:
@@ -118,64 +111,6 @@ class Prometheus:
         none); nothing for a backend without ``tenantHeader``."""
         t = self.settings.tenant
         return {} if t is None else {t.name: t.tenant_for(namespace)}
-
-    async def _acall(self, kind: str, call: Callable[[float], Awaitable[T]]) -> T:
-        """Await ``call(seconds_left)`` under the deadline, retrying at most once. The call
-        keeps the deadline itself (``shared.httpclient`` raises TimeoutError), so no
-        ``asyncio.timeout`` wraps it."""
-        start = time.monotonic()
-        deadline = start + self.settings.timeout
-        attempts = 1 + min(max(self.settings.retries, 0), 1)
-        error: BaseException | None = None
-        for attempt in range(attempts):
-            if attempt and not (retryable(error) or self._rotated(error) or _throttled(error)):
-                break
-            wait = self.throttle.hold(time.monotonic())
-            if wait > 0:  # the backend asked us to wait: no query before that
-                if time.monotonic() + wait >= deadline - 0.05:
-                    self._on_query(kind, time.monotonic() - start, False)
-                    raise self._throttled_error(f", past the {self.settings.timeout:g}s deadline")
-                await asyncio.sleep(wait)
-            left = deadline - time.monotonic()
-            if left <= 0.05:
-                break
-            try:
-                result = await call(left)
-            except TimeoutError:
-                error = TimeoutError()
-                break  # the deadline is spent: no retry can fit
-            except (OSError, PrometheusHTTPError) as e:  # refused, reset, TLS, DNS, non-200
-                error = e
-                if isinstance(e, PrometheusHTTPError) and _throttled(e):
-                    after = retry_after_seconds(e.retry_after, time.time())
-                    self.throttle.throttled(time.monotonic(), e.status, after)
-                    self._on_throttled()
-                continue
-            except (ValueError, KeyError) as e:  # an answer that is not Prometheus' JSON
-                error = e
-                continue
-            self._on_query(kind, time.monotonic() - start, True)
-            self.throttle.answered()
-            return result
-        self._on_query(kind, time.monotonic() - start, False)
-        if isinstance(error, TimeoutError) or error is None:
-            raise PrometheusTimeout(
-                f"{self.settings.who} did not answer the {kind} within "
-                f"{self.settings.timeout:g}s (--prometheus-timeout)"
-            )
-        if _throttled(error):
-            raise self._throttled_error()
-        parsed = prometheus_error(error)
-        if parsed is not None and parsed[0] in (400, 422):
-            raise PrometheusRejected(f"{self.settings.who} rejects the {kind}: {parsed[1]}")
-        raise PrometheusUnavailable(f"{self.settings.who} did not answer the {kind}: {short(error)}")
-
-    def _throttled_error(self, beyond: str = "") -> PrometheusThrottled:
-        wait = self.throttle.hold(time.monotonic())
-        return PrometheusThrottled(
-            f"{self.settings.who} is throttling queries ({self.throttle.reason}): "
-            f"not asking again for {wait:.1f}s{beyond}"
-        )
 
     def _rotated(self, error: BaseException | None) -> bool:
         """The server refused our credentials: are the files newer than what we sent? (A
@@ -284,7 +219,7 @@ class Prometheus:
                           "timeout": f"{left:.3f}"}  # fmt: skip
                 return (await self._get_json("/api/v1/query_range", params, left, long, tenant))["result"]
 
-            raw = await self._acall("range query", fetch)
+            raw = await self.policy.call("range query", fetch)
             for r in raw:
                 key = tuple(sorted(dict(r.get("metric", {})).items()))
                 out.setdefault(key, []).extend((float(t), float(v)) for t, v in r.get("values", []))
@@ -316,7 +251,7 @@ class Prometheus:
 
         try:
             async with gate() if gate is not None else contextlib.nullcontext():
-                raw = await self._acall("query", fetch)
+                raw = await self.policy.call("query", fetch)
             samples = [_sample(r) for r in raw]
             if self._cache is not None:
                 self._cache[key] = samples
@@ -357,7 +292,7 @@ class Prometheus:
                       "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}"}  # fmt: skip
             return await self._get_json("/api/v1/series", params, left, long, tenant)
 
-        return cast(list[dict[str, str]], await self._acall("series", fetch))
+        return cast(list[dict[str, str]], await self.policy.call("series", fetch))
 
     @property
     def url(self) -> str:
@@ -368,14 +303,7 @@ class Prometheus:
             params = {**self._params, **({"match[]": match} if match else {}), "timeout": f"{left:.3f}"}
             return await self._get_json("/api/v1/labels", params, left, False, self.tenant_headers(None))
 
-        return [str(n) for n in await self._acall("labels", fetch)]
-
-
-def _throttled(e: BaseException | None) -> bool:
-    """429, or 503 with Retry-After: the backend asks us to wait (a bare 503 is an outage)."""
-    return isinstance(e, PrometheusHTTPError) and (
-        e.status == 429 or (e.status == 503 and e.retry_after is not None)
-    )
+        return [str(n) for n in await self.policy.call("labels", fetch)]
 
 
 _new_tuple = tuple.__new__
