@@ -34,6 +34,7 @@ from adapter.forwarding.upstreams import Upstreams
 from adapter.listeners import StartupError, secure_site, webhook_site
 from adapter.metricrules.judging import RuleJudge
 from adapter.metricrules.team_gate import TeamGate
+from adapter.metricrules.team_queries import TeamQueries
 from adapter.metricrules.team_rules import Limits
 from adapter.metricrules.team_watch import TeamRuleWatch
 from adapter.serving.app import AUTHENTICATOR, PROVIDERS, AdapterMetrics, build_app, prometheus_session
@@ -225,10 +226,10 @@ class Adapter:
             watch_idle_timeout=o.kube.informer_watch_idle_timeout,
             judge=self.judge,
         )
-        providers = app[PROVIDERS]
-        providers.team, providers.team_query_timeout = watch, o.team.query_timeout
-        providers.team_tenants = watch.limits.tenants
-        providers.team_gate = TeamGate(o.team.cost)
+        gate = TeamGate(o.team.cost)  # the per-namespace limits on MetricRule queries
+        app[PROVIDERS].team = TeamQueries(
+            watch, self.backends, o.team.query_timeout, gate, watch.limits.tenants
+        )
         async with contextlib.asynccontextmanager(watch.context)(app):
             yield
 

@@ -7,11 +7,9 @@ uses a watch-backed cache of Kubernetes objects; without one (local use) only se
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from adapter.api.requests import BadRequest, MetricRequest, NotFound
@@ -26,14 +24,10 @@ from adapter.api.wire import (
     value_list,
 )
 from adapter.metricrules.isolation import IsolationError
-from adapter.metricrules.query_cost import over_cost
-from adapter.metricrules.team_assignment import Assignment
 from adapter.metricrules.team_assignment import Served as TeamServed
-from adapter.metricrules.team_gate import TeamGate, TeamLimitError
-from adapter.metricrules.team_rules import NAMESPACED, Key, TeamRule
-from adapter.metricrules.tenants import tenant_refused
+from adapter.metricrules.team_queries import TeamQueries
 from promclient.backends import Backends
-from promclient.promapi import Gate, PrometheusAPI, PrometheusTimeout, Sample
+from promclient.promapi import PrometheusAPI
 from rules.config import Config, GroupResource
 from rules.naming import NAMESPACES, NODES, PODS
 from rules.promql import QueryError
@@ -42,15 +36,6 @@ from shared.selectors import Selector
 
 from .answers import external_list, selector_json, usage_of
 from .registry import Registry
-
-
-class TeamRules(Protocol):
-    """What serving needs of ``adapter.metricrules.team_watch.TeamRuleWatch``: the current assignment,
-    and where to say that a rule's request met a per-namespace limit (or no longer does)."""
-
-    assignment: Assignment
-
-    def note_limit(self, key: Key, problem: str | None) -> None: ...
 
 
 class ObjectLister(Protocol):
@@ -76,10 +61,7 @@ class Providers:
         self.config, self.registry, self.lister = config, registry, lister
         self.backends = Backends.of(prometheus)  # each rule is answered by its own backend
         # MetricRules and ClusterMetricRules (``adapter.metricrules.team_watch``), when watched
-        self.team: TeamRules | None = None
-        self.team_query_timeout = 5.0
-        self.team_gate = TeamGate()  # the per-namespace limits on MetricRule queries
-        self.team_tenants: frozenset[str] = frozenset()  # what MetricRules may read beyond their own tenant
+        self.team: TeamQueries | None = None
 
     async def _names(self, req: MetricRequest) -> tuple[str, ...]:
         assert req.resource is not None
@@ -122,7 +104,8 @@ class Providers:
                 query, label = team.rule.render_custom(team.series, asked)
             except (IsolationError, QueryError) as e:
                 raise BadRequest(f"{team.rule.describe()}: {e}") from None
-            samples = await self._team_query(team.rule, query, _asking(req))
+            assert self.team is not None
+            samples = await self.team.query(team.rule, query, _asking(req))
         else:
             assert served is not None
             query, label = custom_query(served.rule, served.series, asked)
@@ -173,57 +156,10 @@ class Providers:
             query = rule.render(served.series, req.namespace, req.selector)
         except (IsolationError, QueryError) as e:
             raise BadRequest(f"{rule.describe()}: {e}") from None
-        samples = await self._team_query(rule, query, req.namespace)
+        assert self.team is not None
+        samples = await self.team.query(rule, query, req.namespace)
         zero = rule.rule is not None and rule.rule.absent == "zero"
         return external_list(req, samples, req.selector if rule.rule is None else None, zero=zero)
-
-    async def _team_query(self, rule: TeamRule, query: str, namespace: str | None) -> list[Sample]:
-        """A team rule's query, as ``namespace``'s tenant, under its limits: a MetricRule's
-        within its namespace's (``adapter.metricrules.team_gate``) and tenant, every one within the
-        team rules' query time limit. A limit hit is said on the rule's status too."""
-        if rule.kind != NAMESPACED:
-            return await self._timed(rule, query, namespace)
-        gate, held = self.team_gate, []
-
-        @contextlib.asynccontextmanager
-        async def slot() -> AsyncIterator[None]:
-            async with gate.slot(rule.namespace):
-                held.append(True)
-                yield
-
-        try:
-            problem = over_cost(rule.reach, gate.limits, time.time())  # an @ pin reaches further each day
-            if problem is not None:
-                raise TeamLimitError(422, "Invalid", f"{rule.describe()}: {problem}")
-            refused = tenant_refused(self.backends.tenancy(rule.backend), rule, self.team_tenants)
-            if refused is not None:
-                raise TeamLimitError(403, "Forbidden", f"{rule.describe()}: {refused}")
-            try:
-                samples = await self._timed(rule, query, rule.namespace, slot)
-            except PrometheusTimeout:
-                if held:
-                    raise
-                raise gate.busy(rule.namespace, self.team_query_timeout) from None
-            gate.check_series(rule.describe(), len(samples))
-        except TeamLimitError as e:
-            if self.team is not None:
-                self.team.note_limit(rule.key, str(e))
-            raise
-        if self.team is not None:
-            self.team.note_limit(rule.key, None)
-        return samples
-
-    async def _timed(
-        self, rule: TeamRule, query: str, namespace: str | None, gate: Gate | None = None
-    ) -> list[Sample]:
-        try:
-            async with asyncio.timeout(self.team_query_timeout):
-                return await self.backends.get(rule.backend).query(query, gate, namespace)
-        except TimeoutError:
-            raise PrometheusTimeout(
-                f"{rule.describe()}: no answer within the team rules' query time limit "
-                f"({self.team_query_timeout:g}s, --team-rule-query-timeout)"
-            ) from None
 
     # --- metrics.k8s.io --------------------------------------------------------------------
 
