@@ -444,3 +444,27 @@ def adapter_says(directory: Path, prometheus_url: str, rules: str, expected: str
         proc.terminate()
         proc.wait(timeout=30)
     return log.read_text()
+
+
+# how a Prometheus client is used: a tool's connection per call ("own"), or the serving
+# loop's kept-alive connections, attached as the adapter's app attaches them ("loop")
+TRANSPORTS = ["own", "loop"]
+
+
+def query_values(p: Any, transport: str, promql: str) -> list[float]:
+    """``promql``'s values through ``promclient.prometheus.Prometheus`` ``p`` over one transport."""
+    import asyncio
+
+    from shared.httpclient import Connections
+
+    async def go() -> list[float]:
+        if transport == "own":
+            return [s.value for s in await p.query(promql)]
+        async with Connections() as connections:
+            p.attach(connections)
+            try:
+                return [s.value for s in await p.query(promql)]
+            finally:
+                p.attach(None)
+
+    return asyncio.run(go())

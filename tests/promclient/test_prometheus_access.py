@@ -24,11 +24,12 @@ from promclient.prometheus import Prometheus
 from promclient.prometheus import PrometheusSettings
 from rules.config import Backend
 from rules.config import parse_config
-from shared.httpclient import Connections
+from tests.support import TRANSPORTS
 from tests.support import AdapterProcess
 from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import python_m
+from tests.support import query_values
 from tests.support import start_adapter
 from tests.support import stop_adapter
 from tests.support import wait_until
@@ -266,26 +267,6 @@ def test_startup_mistakes_are_one_clean_error(flags: list[str], message: str, tm
     assert "Traceback" not in text
 
 
-# a connection per call (check-config, the replay); the serving loop's kept-alive connections
-TRANSPORTS = ["own", "loop"]
-
-
-def run_query(p: Prometheus, transport: str, promql: str) -> list[float]:
-    """``promql`` through ``p`` over one transport (the app attaches its connections while serving)."""
-
-    async def go() -> list[float]:
-        if transport == "own":
-            return [s.value for s in await p.query(promql)]
-        async with Connections() as connections:
-            p.attach(connections)
-            try:
-                return [s.value for s in await p.query(promql)]
-            finally:
-                p.attach(None)
-
-    return asyncio.run(go())
-
-
 @pytest.fixture(scope="module")
 def tls_prometheus(
     exporter: Exporter, tmp_path_factory: pytest.TempPathFactory
@@ -334,7 +315,7 @@ def tls_prometheus(
 
 def _answers(p: Prometheus) -> bool:
     try:
-        return run_query(p, "own", "tls_probe") == [5.0]
+        return query_values(p, "own", "tls_probe") == [5.0]
     except PrometheusUnavailable:
         return False
 
@@ -355,10 +336,10 @@ def test_mutual_tls_uses_our_ca_and_client_certificate(
         cache_ttl=0,
     )
     try:
-        assert run_query(good, transport, "tls_probe") == [5.0]
+        assert query_values(good, transport, "tls_probe") == [5.0]
         for refused in (no_client_cert, unknown_ca):
             with pytest.raises(PrometheusUnavailable):
-                run_query(refused, transport, "tls_probe")
+                query_values(refused, transport, "tls_probe")
     finally:
         for p in (good, no_client_cert, unknown_ca):
             p.close()
@@ -372,7 +353,7 @@ def test_without_a_ca_file_the_systems_cas_verify_prometheus(
     system_cas = Prometheus(PrometheusSettings(url), cache_ttl=0)  # the test CA is not among them
     try:
         with pytest.raises(PrometheusUnavailable, match="CERTIFICATE_VERIFY_FAILED"):
-            run_query(system_cas, transport, "tls_probe")
+            query_values(system_cas, transport, "tls_probe")
     finally:
         system_cas.close()
 
@@ -396,12 +377,12 @@ def test_credentials_and_headers_reach_prometheus(
     )  # fmt: skip
     basic = Prometheus(PrometheusSettings(url, basic_auth=("adapter", "s3cret")), cache_ttl=0)
     try:
-        assert run_query(bearer, transport, "cred_probe") == [2.0]
+        assert query_values(bearer, transport, "cred_probe") == [2.0]
         _, params, headers = proxy.calls[-1]
         assert headers["Authorization"] == "Bearer first-token"
         assert headers["X-Scope-OrgID"] == "team-a"
         assert params["dedup"] == ["true"]
-        assert run_query(basic, transport, "cred_probe") == [2.0]
+        assert query_values(basic, transport, "cred_probe") == [2.0]
         assert proxy.calls[-1][2]["Authorization"] == "Basic YWRhcHRlcjpzM2NyZXQ="
     finally:
         bearer.close()

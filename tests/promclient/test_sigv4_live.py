@@ -7,7 +7,6 @@ refreshed off the event loop with no failed request."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Iterator
@@ -21,13 +20,13 @@ from promclient.promapi import PrometheusUnavailable
 from promclient.prometheus import Prometheus
 from promclient.prometheus import PrometheusSettings
 from rules.backend_config import SigV4Config
-from shared.httpclient import Connections
 from tests.aws_peer import ROLE_ARN
 from tests.aws_peer import Sts
 from tests.aws_peer import VerifyingProxy
 from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import failed_read
+from tests.support import query_values
 from tests.support import read_for
 from tests.support import start_adapter
 from tests.support import stop_adapter
@@ -83,18 +82,8 @@ def _client(url: str, region: str = REGION, service: str = "aps") -> Prometheus:
 
 
 def _query(p: Prometheus, transport: str = "loop") -> object:
-    async def go() -> object:
-        if transport == "own":
-            return [s.value for s in await p.query(METRIC)]
-        async with Connections() as connections:
-            p.attach(connections)
-            try:
-                return [s.value for s in await p.query(METRIC)]
-            finally:
-                p.attach(None)
-
     try:
-        return asyncio.run(go())
+        return query_values(p, transport, METRIC)
     except PrometheusUnavailable as e:
         return e
     finally:
