@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import yaml
 
+from shared.urls import is_http_url
+
 from .reader import Checker, duration_seconds, named_url, optional
 
 _BACKEND_KEYS = {
@@ -310,7 +312,7 @@ def parse_oauth2(c: Checker, node: yaml.Node, path: str) -> OAuth2Config:
         if key not in m:
             raise c.fail(node, path, f"needs '{key}' (e.g. {key}: {example})")
     token_url = c.string(m["tokenURL"], f"{path}.tokenURL")
-    if not token_url.startswith(("https://", "http://")):
+    if not is_http_url(token_url):
         raise c.fail(m["tokenURL"], f"{path}.tokenURL", f"{token_url!r} must be an http(s) URL")
     scopes: tuple[str, ...] = ()
     if "scopes" in m:

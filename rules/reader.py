@@ -15,6 +15,8 @@ from typing import TypeVar
 
 import yaml
 
+from shared.urls import is_http_url
+
 from . import goregexp
 from .goregexp import GoRegexp
 from .templates import Template, TemplateError
@@ -193,7 +195,7 @@ def named_url(
     if name in taken:
         raise c.fail(m["name"], f"{path}.name", duplicate.format(name=name))
     url = c.string(m["url"], f"{path}.url")
-    if not re.match(r"https?://[^/]", url):
+    if not is_http_url(url):
         raise c.fail(m["url"], f"{path}.url", f"{url!r} must be an http(s) URL")
     return name, url
 

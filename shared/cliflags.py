@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import urllib.parse
 from datetime import timedelta
 from typing import Any
 
 from shared.durations import DurationError, parse_duration
+from shared.urls import is_http_url
 
 
 def duration(text: str) -> timedelta:
@@ -18,12 +18,6 @@ def duration(text: str) -> timedelta:
         return parse_duration(text)
     except DurationError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def is_http_url(text: str) -> bool:
-    """An http(s) URL with a host: the one test every URL flag of both commands uses."""
-    parts = urllib.parse.urlsplit(text)
-    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def http_url(text: str) -> str:

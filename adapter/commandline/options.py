@@ -19,6 +19,7 @@ from adapter.metricrules.query_cost import CostLimits
 from adapter.metricrules.query_size import SizeLimits
 from promclient.promsettings import PrometheusSettings
 from shared import cliflags
+from shared.urls import is_http_url
 
 from . import compat
 from .flags import check_parser, serve_parser
@@ -130,7 +131,7 @@ def parse_serve(argv: Sequence[str]) -> AdapterOptions:
     a = serve_parser().parse_args(kept)
     level = "debug" if a.v is not None and a.v >= 4 else a.log_level
     log = LogOptions(json=a.log_format == "json", level=level)
-    if not cliflags.is_http_url(a.prometheus_url):
+    if not is_http_url(a.prometheus_url):
         raise OptionsError(
             "--prometheus-url must be an http(s) URL, e.g. http://prometheus:9090", log, got=a.prometheus_url
         )
@@ -231,7 +232,7 @@ def parse_check(argv: Sequence[str]) -> CheckOptions:
     cliflags.apply_input_size(c)
     prometheus = None
     if c.prometheus_url:
-        if not cliflags.is_http_url(c.prometheus_url):
+        if not is_http_url(c.prometheus_url):
             raise ValueError(
                 f"--prometheus-url={c.prometheus_url} is not an http(s) URL (e.g. http://prometheus:9090)"
             )

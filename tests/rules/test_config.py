@@ -207,6 +207,10 @@ def test_backends_are_read_and_rules_pick_one() -> None:
             "<config>:3: backends[0].url: 'thanos-query:10902' must be an http(s) URL",
         ),
         (
+            ("url: http://thanos-query:10902", "url: 'http://:10902'"),
+            "<config>:3: backends[0].url: 'http://:10902' must be an http(s) URL",
+        ),
+        (
             ("name: mimir-team-a", "name: thanos"),
             "<config>:7: backends[1].name: backend 'thanos' is defined twice",
         ),
@@ -238,6 +242,13 @@ def test_backends_are_read_and_rules_pick_one() -> None:
                 "  timeout: 4s\n  oauth2: {tokenURL: idp/token, clientID: a, clientSecretFile: /s}\n",
             ),
             "backends[0].oauth2.tokenURL: 'idp/token' must be an http(s) URL",
+        ),
+        (
+            (
+                "  timeout: 4s\n",
+                "  timeout: 4s\n  oauth2: {tokenURL: 'https://', clientID: a, clientSecretFile: /s}\n",
+            ),
+            "backends[0].oauth2.tokenURL: 'https://' must be an http(s) URL",
         ),
         (
             ("  timeout: 4s\n", "  timeout: 4s\n  sigv4: {region: x}\n  azure: {}\n"),
@@ -295,6 +306,7 @@ def test_backends_are_read_and_rules_pick_one() -> None:
         "rule-typo",
         "resource-rules",
         "url",
+        "url-without-host",
         "duplicate",
         "name",
         "timeout",
@@ -305,6 +317,7 @@ def test_backends_are_read_and_rules_pick_one() -> None:
         "google-and-sigv4",
         "oauth2-secret",
         "oauth2-url",
+        "oauth2-url-without-host",
         "sigv4-and-azure",
         "azure-cloud",
         "azure-audience",
