@@ -77,7 +77,7 @@ def _parse(program: str, args: list[str]) -> argparse.Namespace | None:
             return check_parser().parse_args(args[1:])
         kept, aside = compat.split_unknown(args)
         ns = serve_parser().parse_args(kept)
-        errors = compat.apply(ns, kept, aside)
+        errors, _ = compat.apply(ns, kept, aside)
         assert errors == [], errors
         return ns
     except SystemExit as e:

@@ -38,7 +38,8 @@ def test_the_adapter_refuses_an_unknown_loop_before_serving(
     from adapter.__main__ import main
 
     monkeypatch.setenv("PROMHPA_EVENT_LOOP", "trio")
-    code = main(["--prometheus-url=http://127.0.0.1:9", "--config=/dev/null", "--insecure-skip-auth"])
+    code = main(["--prometheus-url=http://127.0.0.1:9", "--config=/dev/null", "--insecure-skip-auth",
+                 "--bind-address=127.0.0.1"])  # fmt: skip
     assert code == 2
     assert "PROMHPA_EVENT_LOOP='trio' is not an event loop" in capsys.readouterr().err
 
