@@ -57,7 +57,6 @@ PRUNED = {
     "kubernetes/aio": "the client's asyncio twin (68 MB): promhpa never imports it (shared/kube)",
     "websocket/tests": "a package's own tests",
     "certifi/tests": "a package's own tests",
-    "regex/tests": "a package's own tests",
 }
 # botocore's service models (28 MB, 449 services): the image keeps the ones the AWS credential
 # chain creates clients for -- STS (IRSA's AssumeRoleWithWebIdentity, roleARN's AssumeRole),
