@@ -1,6 +1,5 @@
 """What went wrong on a call to Prometheus, for the retry decision and for the one line a
-user reads: Prometheus' own error text, or the connection's reason without urllib3's
-boilerplate."""
+user reads: Prometheus' own error text, or the connection's reason."""
 
 from __future__ import annotations
 
@@ -42,15 +41,11 @@ def prometheus_error(e: BaseException) -> tuple[int, str] | None:
 
 
 def short(e: BaseException) -> str:
-    """What went wrong, in a line: Prometheus' own error, or the connection's reason without
-    urllib3's retry and URL boilerplate ("Failed to establish a new connection: [Errno 111]
-    Connection refused")."""
+    """What went wrong, in a line: Prometheus' own error, or the connection's reason
+    ("Connection refused: Connect call failed ('127.0.0.1', 1)")."""
     parsed = prometheus_error(e)
     text = f"HTTP {parsed[0]}: {parsed[1]}" if parsed else str(e)
     if isinstance(e, OSError) and not isinstance(e, ssl.SSLError) and e.errno and e.strerror:
         # the loop's own wording ("Connect call failed (...)") under the system's name for it
         text = f"{os.strerror(e.errno)}: {e.strerror}"
-    _, found, cause = text.partition(" (Caused by ")
-    if found:
-        text = cause.split("): ", 1)[-1].rstrip(")'\"")
     return text if len(text) < 300 else text[:300] + "..."

@@ -14,7 +14,7 @@ class PrometheusHTTPError(Exception):
     """A non-2xx answer: its status and body as Prometheus sent them."""
 
     def __init__(self, status: int, body: bytes, retry_after: str | None = None) -> None:
-        super().__init__(f"HTTP Status Code {status} ({body!r})")
+        super().__init__(f"HTTP {status} ({body!r})")
         self.status, self.body, self.retry_after = status, body, retry_after
 
 
