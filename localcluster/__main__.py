@@ -8,9 +8,9 @@ import os
 import sys
 from pathlib import Path
 
-from . import node
+from . import node_runtime
 from .cluster import Cluster
-from .node import default_reference
+from .node_runtime import default_reference
 from .tools import ROOT, ClusterError, log
 
 
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         print(existing.env_text(), end="")
         return 0
     for name in existing.pids:
-        print(f"{name:20s} pid {existing.pids[name]:>7d}  {'running' if existing._alive(name) else 'DEAD'}")
+        print(f"{name:20s} pid {existing.pids[name]:>7d}  {'running' if existing.alive(name) else 'DEAD'}")
     return 0 if existing.running() else 1
 
 
@@ -84,7 +84,7 @@ def _load_image(directory: Path, archive: Path | None, name: str | None) -> int:
         return 1
     try:
         ref = name or default_reference(archive)
-        node.load_image(existing, archive.resolve(), ref)
+        node_runtime.load_image(existing, archive.resolve(), ref)
     except ClusterError as e:
         log(str(e))
         return 1

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import localcluster
-from localcluster import incluster, node
+from localcluster import incluster, node_runtime
 from localcluster.tools import ROOT, ClusterError, wait_until
 
 RELEASE = "promhpa"
@@ -61,7 +61,7 @@ def run(cluster: localcluster.Cluster, work: Path) -> int:
         cwd=ROOT, capture_output=True, text=True, check=True, timeout=600,
     )  # fmt: skip
     archive = next(line.split()[1] for line in built.stdout.splitlines() if line.startswith("image "))
-    node.load_image(cluster, Path(archive), IMAGE)
+    node_runtime.load_image(cluster, Path(archive), IMAGE)
     print("3. helm install from charts/promhpa (adapter and controller as the kubelet runs them)", flush=True)
     install(cluster)
     print("4. the demo app (shop, worker, load) and the HPAs on shop's request rate", flush=True)

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from release.debs import read_lock
-from release.image import PYTHON, USER, tar_tree, unpack_debs, write_archive
+from release.image import PYTHON, USER, unpack_debs
+from release.oci import tar_tree, write_archive
 
 from .tools import cache_bin
 

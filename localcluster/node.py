@@ -23,25 +23,12 @@ from pathlib import Path
 from . import node_host
 from .host import ClusterHost
 from .node_host import CGROUP_ROOT, CLUSTER_DOMAIN, NODE_IP, NODE_NAME
+from .node_runtime import binary, crictl, load_image, node_dir, sock
 from .pki import issue
 from .tools import ClusterError, condition_true, free_port, log
 
 PAUSE_IMAGE = "promhpa.local/pause:1"
-NAMESPACE = "k8s.io"  # containerd's namespace the CRI plugin keeps its images and containers in
 PROCESSES = ("containerd", "kubelet", "kube-proxy", "coredns")
-
-
-def node_dir(c: ClusterHost) -> Path:
-    return c.dir / "node"
-
-
-def sock(c: ClusterHost) -> Path:
-    return node_dir(c) / "containerd" / "containerd.sock"
-
-
-def binary(c: ClusterHost, name: str) -> str:
-    assert c.bins is not None
-    return str(Path(c.bins.node) / name)
 
 
 def certs(c: ClusterHost, ca: object) -> None:
@@ -74,7 +61,7 @@ def start(c: ClusterHost) -> None:
     _start_kubelet(c, d)
     _start_kube_proxy(c, d)
     _start_coredns(c, d)
-    c._wait("kubelet", lambda: _node_ready(c), timeout=120)
+    c.wait_ready("kubelet", lambda: _node_ready(c), timeout=120)
     log(f"real node {NODE_NAME} Ready at {NODE_IP} (kubelet {c.k8s_version}, containerd, runc)")
     _in_cluster(c)
 
@@ -138,12 +125,12 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt",
 """
     (d / "containerd.toml").write_text(config)
     log(f"containerd ({sock(c)})")
-    c._start(
+    c.start_process(
         "containerd",
         [binary(c, "containerd"), f"--config={d / 'containerd.toml'}", "--log-level=warn"],
         env={"PATH": f"{binary(c, '')}:{node_host.node_path()}"},
     )
-    c._wait("containerd", lambda: crictl(c, "info").returncode == 0, timeout=60)
+    c.wait_ready("containerd", lambda: crictl(c, "info").returncode == 0, timeout=60)
     _link_default_socket(c)
 
 
@@ -220,7 +207,7 @@ def _start_kubelet(c: ClusterHost, d: Path) -> None:
     }
     (d / "kubelet.json").write_text(json.dumps(config, indent=1))
     log(f"kubelet {c.k8s_version} ({NODE_NAME} at {NODE_IP}:{c.ports['kubelet']})")
-    c._start(
+    c.start_process(
         "kubelet",
         [
             binary(c, "kubelet"),
@@ -253,7 +240,7 @@ def _start_kube_proxy(c: ClusterHost, d: Path) -> None:
     }
     (d / "kube-proxy.json").write_text(json.dumps(config, indent=1))
     log("kube-proxy (iptables)")
-    c._start(
+    c.start_process(
         "kube-proxy",
         [binary(c, "kube-proxy"), f"--config={d / 'kube-proxy.json'}", "--v=1"],
         env={"PATH": node_host.node_path()},
@@ -276,71 +263,13 @@ def _start_coredns(c: ClusterHost, d: Path) -> None:
 """
     (d / "Corefile").write_text(corefile)
     log(f"CoreDNS at {NODE_IP}:53")
-    c._start("coredns", [binary(c, "coredns"), "-conf", str(d / "Corefile")])
-    c._wait("coredns", lambda: c._http_ok(f"http://127.0.0.1:{c.ports['coredns-health']}/health"))
+    c.start_process("coredns", [binary(c, "coredns"), "-conf", str(d / "Corefile")])
+    c.wait_ready("coredns", lambda: c.http_ok(f"http://127.0.0.1:{c.ports['coredns-health']}/health"))
 
 
 def _node_ready(c: ClusterHost) -> bool:
     out = c.kubectl("get", "node", NODE_NAME, "-o", "json", check=False)
     return out.returncode == 0 and condition_true(json.loads(out.stdout), "Ready")
-
-
-def crictl(c: ClusterHost, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """crictl against the node's containerd (what the kubelet sees: sandboxes, containers)."""
-    return subprocess.run(
-        [binary(c, "crictl"), f"--runtime-endpoint=unix://{sock(c)}", f"--image-endpoint=unix://{sock(c)}",
-         "--timeout=30s", *args],
-        capture_output=True, text=True, timeout=timeout, check=False,
-    )  # fmt: skip
-
-
-def ctr(c: ClusterHost, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """ctr in the CRI plugin's namespace (images as the kubelet finds them)."""
-    return subprocess.run(
-        [binary(c, "ctr"), f"--address={sock(c)}", f"--namespace={NAMESPACE}", *args],
-        capture_output=True, text=True, timeout=timeout, check=False,
-    )  # fmt: skip
-
-
-def load_image(c: ClusterHost, archive: Path, name: str) -> None:
-    """An OCI archive into the node's runtime as ``name`` (what a pod's ``image`` names; the
-    kubelet then finds it present and pulls nothing)."""
-    if not c.real_node or "containerd" not in c.pids:
-        raise ClusterError(f"no real node in {c.dir}: start one with `python -m localcluster up --real-node`")
-    repo, _, tag = name.rpartition(":")
-    if not repo or "/" in tag:
-        raise ClusterError(f"{name}: name the image as REPOSITORY:TAG")
-    # the archive's reference is a tag without a repository: containerd names it
-    # <base-name>:<that tag>; a different tag asked for is one more name of the same image
-    # (a name removed afterwards would leave the CRI plugin's cache naming it)
-    out = ctr(c, "images", "import", "--platform=linux/amd64", "--local", f"--base-name={repo}", str(archive))
-    if out.returncode != 0:
-        raise ClusterError(f"importing {archive} into the node's containerd failed: {out.stderr.strip()}")
-    imported = f"{repo}:{_archive_ref(archive)[1]}"
-    if name != imported:  # (--force: the name may hold an image loaded before, in this D)
-        tagged = ctr(c, "images", "tag", "--force", imported, name)
-        if tagged.returncode != 0:
-            raise ClusterError(f"naming the image {name} failed: {tagged.stderr.strip()}")
-    log(f"loaded {archive.name} as {name}")
-
-
-def _archive_ref(archive: Path) -> tuple[str, str]:
-    """(the image's title, its tag), from the archive's manifest and index."""
-    import tarfile
-
-    with tarfile.open(archive) as tar:
-        index = json.load(tar.extractfile("index.json"))  # type: ignore[arg-type]
-        desc = index["manifests"][0]
-        blob = tar.extractfile(f"blobs/sha256/{desc['digest'].split(':')[1]}")
-        manifest = json.load(blob)  # type: ignore[arg-type]
-    title = manifest.get("annotations", {}).get("org.opencontainers.image.title", archive.name.split("-")[0])
-    return title, desc["annotations"]["org.opencontainers.image.ref.name"]
-
-
-def default_reference(archive: Path) -> str:
-    """registry.local/<the image's title>:<its tag> (promhpa's: registry.local/promhpa:<version>)."""
-    title, tag = _archive_ref(archive)
-    return f"registry.local/{title}:{tag}"
 
 
 def _pause_archive(c: ClusterHost) -> Path:
@@ -349,28 +278,19 @@ def _pause_archive(c: ClusterHost) -> Path:
     return pause_image(Path(binary(c, "pause")))
 
 
-def pod_netns(c: ClusterHost, namespace: str, pod: str) -> str:
-    """The path of a pod's network namespace (under containerd's state directory)."""
-    ids = crictl(c, "pods", "--namespace", namespace, "--name", pod, "--state", "ready", "-q").stdout.split()
-    if not ids:
-        raise ClusterError(f"no ready sandbox of {namespace}/{pod} on the real node")
-    spec = json.loads(crictl(c, "inspectp", ids[0]).stdout)["info"]["runtimeSpec"]
-    return str(next(n["path"] for n in spec["linux"]["namespaces"] if n["type"] == "network"))
-
-
 def stop(c: ClusterHost) -> None:
     """The kubelet first (so it starts nothing more), then every pod through the CRI (its
     containers stopped, its network torn down by the CNI plugins), kube-proxy's rules, the
     daemons, and whatever the host still holds of the node."""
     d = node_dir(c)
-    c._stop("kubelet")
-    if c._alive("containerd"):
+    c.stop_process("kubelet")
+    if c.alive("containerd"):
         crictl(c, "rmp", "--all", "--force", timeout=180)
-    if c._alive("kube-proxy"):
-        c._stop("kube-proxy")
+    if c.alive("kube-proxy"):
+        c.stop_process("kube-proxy")
         subprocess.run([binary(c, "kube-proxy"), "--cleanup"], capture_output=True, timeout=60, check=False)
-    c._stop("coredns")
-    c._stop("containerd")
+    c.stop_process("coredns")
+    c.stop_process("containerd")
     if DEFAULT_SOCKET.is_symlink() and DEFAULT_SOCKET.resolve() == sock(c):
         DEFAULT_SOCKET.unlink()
     _end_shims(d)

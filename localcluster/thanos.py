@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .supervisor import Component
 from .tools import Binaries, cache_bin, free_port, terminate, wait_http, wait_until
 
 REPLICA_LABEL = "replica"
@@ -43,13 +44,6 @@ def federate(prometheus_port: int) -> str:
         "  params: {'match[]': ['{__name__=~\".+\"}']}\n"
         f"  static_configs: [{{targets: ['127.0.0.1:{prometheus_port}']}}]\n"
     )
-
-
-@dataclass(frozen=True)
-class Component:
-    name: str
-    argv: list[str]
-    ready: str  # URL answering 200 once it serves
 
 
 def plan(

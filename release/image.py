@@ -15,10 +15,7 @@ What it leaves out: a shell, a package manager, compilers, pip, documentation an
 from __future__ import annotations
 
 import compileall
-import gzip
-import hashlib
 import io
-import json
 import os
 import py_compile
 import shutil
@@ -28,9 +25,9 @@ import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .debs import LOCK, ROOT, Deb, data_tar, fetch, read_lock
+from .oci import tar_tree, utc, walk_tree, write_archive
 
 PYTHON = "python3.11"
 SITE = f"usr/local/lib/{PYTHON}/dist-packages"  # on Debian's Python's path, before its own
@@ -251,42 +248,6 @@ def layer(rootfs: Path, epoch: int) -> tuple[bytes, int]:
     return tar_tree(rootfs, epoch)
 
 
-def tar_tree(root: Path, epoch: int, *, plain_modes: bool = False) -> tuple[bytes, int]:
-    """Every entry under ``root`` in one tar: sorted, owned by root, every mtime the commit's
-    (``plain_modes``: 0755 directories and 0644 files, as an archive's layout needs)."""
-    buf, total = io.BytesIO(), 0
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path in sorted(_walk(root), key=lambda p: p.relative_to(root).as_posix()):
-            info = tar.gettarinfo(str(path), arcname=path.relative_to(root).as_posix())
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            info.mtime = epoch
-            info.pax_headers = {}
-            if plain_modes:
-                info.mode = 0o755 if info.isdir() else 0o644
-            if info.isreg():
-                total += info.size
-                with open(path, "rb") as f:
-                    tar.addfile(info, f)
-            else:
-                tar.addfile(info)
-    return buf.getvalue(), total
-
-
-def _walk(root: Path) -> list[Path]:
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        for n in dirnames + filenames:
-            out.append(Path(dirpath) / n)
-    return out
-
-
-def _blob(layout: Path, data: bytes, media_type: str) -> dict[str, Any]:
-    digest = hashlib.sha256(data).hexdigest()
-    (layout / "blobs/sha256" / digest).write_bytes(data)
-    return {"mediaType": media_type, "digest": f"sha256:{digest}", "size": len(data)}
-
-
 def oci_archive(out: Path, layer_tar: bytes, arch: str, epoch: int, version: str, revision: str) -> str:
     """promhpa's image: an OCI image layout with one manifest, as a tar; returns the
     manifest's digest."""
@@ -296,7 +257,7 @@ def oci_archive(out: Path, layer_tar: bytes, arch: str, epoch: int, version: str
         "org.opencontainers.image.licenses": "Apache-2.0",
         "org.opencontainers.image.version": version,
         "org.opencontainers.image.revision": revision,
-        "org.opencontainers.image.created": _utc(epoch),
+        "org.opencontainers.image.created": utc(epoch),
     }
     run = {
         "User": f"{USER}:{USER}",
@@ -307,55 +268,6 @@ def oci_archive(out: Path, layer_tar: bytes, arch: str, epoch: int, version: str
         "Labels": labels,
     }
     return write_archive(out, layer_tar, run, labels, version, arch, epoch)
-
-
-def write_archive(
-    out: Path, layer_tar: bytes, run: dict[str, Any], labels: dict[str, str], ref: str, arch: str, epoch: int
-) -> str:
-    """An OCI image layout of one layer (``layer_tar``, gzipped without a name or time) whose
-    config runs ``run``, as a tar tagged ``ref``; returns the manifest's digest."""
-    layout = out.with_suffix(".layout")
-    shutil.rmtree(layout, ignore_errors=True)
-    (layout / "blobs/sha256").mkdir(parents=True)
-    gz = io.BytesIO()
-    with gzip.GzipFile(fileobj=gz, mode="wb", compresslevel=9, mtime=0, filename="") as z:
-        z.write(layer_tar)
-    created = _utc(epoch)
-    config = {
-        "created": created,
-        "architecture": arch,
-        "os": "linux",
-        "config": run,
-        "rootfs": {"type": "layers", "diff_ids": [f"sha256:{hashlib.sha256(layer_tar).hexdigest()}"]},
-        "history": [{"created": created, "created_by": "python -m release image"}],
-    }
-    config_desc = _blob(layout, _json(config), "application/vnd.oci.image.config.v1+json")
-    layer_desc = _blob(layout, gz.getvalue(), "application/vnd.oci.image.layer.v1.tar+gzip")
-    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "config": config_desc, "layers": [layer_desc], "annotations": labels}  # fmt: skip
-    manifest_desc = _blob(layout, _json(manifest), "application/vnd.oci.image.manifest.v1+json")
-    manifest_desc["annotations"] = {"org.opencontainers.image.ref.name": ref}
-    manifest_desc["platform"] = {"architecture": arch, "os": "linux"}
-    index = {
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.index.v1+json",
-        "manifests": [manifest_desc],
-    }
-    (layout / "index.json").write_bytes(_json(index))
-    (layout / "oci-layout").write_bytes(_json({"imageLayoutVersion": "1.0.0"}))
-    out.write_bytes(tar_tree(layout, epoch, plain_modes=True)[0])
-    shutil.rmtree(layout)
-    return str(manifest_desc["digest"])
-
-
-def _json(doc: Any) -> bytes:
-    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
-
-
-def _utc(epoch: int) -> str:
-    import datetime as dt
-
-    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def build(
@@ -384,7 +296,7 @@ def build(
     wheels = install_wheels(whl, rootfs / SITE, arch, extras)
     system_files(rootfs)
     compile_bytecode(rootfs)
-    for p in _walk(rootfs):  # readable by the unprivileged user; nothing setuid
+    for p in walk_tree(rootfs):  # readable by the unprivileged user; nothing setuid
         if not p.is_symlink():
             mode = p.stat().st_mode
             p.chmod((mode & 0o1777 & ~(stat.S_ISUID | stat.S_ISGID)) | 0o444 | (0o111 if p.is_dir() else 0))

@@ -12,8 +12,8 @@ from pathlib import Path
 import localcluster
 from localcluster import images
 from localcluster import incluster
-from localcluster import node
 from localcluster import node_host
+from localcluster import node_runtime
 from localcluster.node_host import BRIDGE
 from localcluster.node_host import NODE_IP
 from localcluster.node_host import POD_CIDR
@@ -24,7 +24,7 @@ NS = "node-test"
 
 
 def _deploy(c: localcluster.Cluster) -> None:
-    node.load_image(c, images.demo_image(), images.DEMO_IMAGE)
+    node_runtime.load_image(c, images.demo_image(), images.DEMO_IMAGE)
     labels = {"app": "web"}
     c.apply([
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
@@ -66,7 +66,7 @@ def _try_exec(c: localcluster.Cluster, code: str) -> str:
 
 
 def test_pod_network_has_no_route_off_the_machine(real_cluster: localcluster.Cluster) -> None:
-    netns = node.pod_netns(real_cluster, NS, "web")
+    netns = node_runtime.pod_netns(real_cluster, NS, "web")
     routes = json.loads(subprocess.run(["nsenter", f"--net={netns}", "ip", "-j", "route"],
                                        capture_output=True, text=True, check=True).stdout)  # fmt: skip
     assert {r["dst"] for r in routes} == {POD_CIDR, SERVICE_CIDR}  # no default route
@@ -137,7 +137,7 @@ def test_kubelet_serves_cadvisor_series_of_the_pods(real_cluster: localcluster.C
 def test_down_leaves_nothing_behind(
     real_cluster: localcluster.Cluster, host_before: node_host.HostState
 ) -> None:
-    node_dir, bins = node.node_dir(real_cluster), Path(node.binary(real_cluster, ""))
+    node_dir, bins = node_runtime.node_dir(real_cluster), Path(node_runtime.binary(real_cluster, ""))
     real_cluster.down()
     time.sleep(0.5)  # the kernel finishes tearing down the last veth
     assert node_host.leftovers(host_before, node_dir, bins) == []

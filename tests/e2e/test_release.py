@@ -29,7 +29,7 @@ import pytest
 
 import localcluster
 from localcluster import incluster
-from localcluster import node
+from localcluster import node_runtime
 from localcluster.node_host import NODE_NAME
 from localcluster.tools import ROOT
 from localcluster.tools import Binaries
@@ -226,7 +226,7 @@ def test_kubelet_enforces_the_charts_security_context(installed: localcluster.Cl
     for pod in _pods(installed, RELEASE):
         for status in pod["status"]["containerStatuses"]:
             container = status["containerID"].split("://", 1)[1]
-            info = json.loads(node.crictl(installed, "inspect", container).stdout)["info"]
+            info = json.loads(node_runtime.crictl(installed, "inspect", container).stdout)["info"]
             pid = info["pid"]
             fields = dict(
                 line.split(":\t", 1)
@@ -302,7 +302,7 @@ def test_upgrade_and_evictions_lose_no_read(installed: localcluster.Cluster) -> 
 def _upgrade_to_new_tag(c: localcluster.Cluster) -> None:
     archive = ROOT / "dist" / f"promhpa-{VERSION}-amd64.oci.tar"
     tag = f"0.2.1-{int(time.time())}"  # new each run: a kept cluster (E2E_KEEP) rolls again
-    node.load_image(c, archive, f"registry.example.com/promhpa:{tag}")
+    node_runtime.load_image(c, archive, f"registry.example.com/promhpa:{tag}")
     helm = Binaries(cache_bin()).helm
     subprocess.run(
         [
