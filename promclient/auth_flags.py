@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rules.backend_config import (
+from rules.backend import (
     AZURE_CLOUDS,
     HEADER_NAME,
     MONITORING_READ,

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rules.backend_config import AzureConfig
+from rules.backend import AzureConfig
 
 from .cloud_credentials import CloudCredentials
 

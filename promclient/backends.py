@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 
-from rules.backend_config import TenantHeader
+from rules.backend import TenantHeader
 from rules.config import Backend
 from shared.rereadfile import read_secret
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from rules.backend_config import GoogleConfig
+from rules.backend import GoogleConfig
 
 from .cloud_credentials import CloudCredentials
 

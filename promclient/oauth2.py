@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rules.backend_config import OAuth2Config
+from rules.backend import OAuth2Config
 from shared.rereadfile import read_secret
 
 from .cloud_credentials import CloudCredentials

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rules.backend_config import AzureConfig, GoogleConfig, OAuth2Config, SigV4Config, TenantHeader
+from rules.backend import AzureConfig, GoogleConfig, OAuth2Config, SigV4Config, TenantHeader
 
 
 class PrometheusHTTPError(Exception):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from rules.backend_config import SigV4Config
+from rules.backend import SigV4Config
 
 from .cloud_credentials import CloudCredentials
 

@@ -21,7 +21,8 @@ import yaml
 from shared import inputfiles
 
 from . import goregexp
-from .backend_config import Backend, check_backend_refs, parse_backends
+from .backend import Backend
+from .backend_config import check_backend_refs, parse_backends
 from .goregexp import GoRegexp
 from .reader import (
     RESOURCE_FIELDS,

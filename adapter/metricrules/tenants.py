@@ -10,7 +10,7 @@ then (the rule file reloads), and said on the rule's status like a limit.
 
 from __future__ import annotations
 
-from rules.backend_config import TenantHeader
+from rules.backend import TenantHeader
 
 from .team_rules import NAMESPACED, TeamRule
 

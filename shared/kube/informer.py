@@ -20,7 +20,6 @@ An event loop waits for the first list with ``wait_synced``, which holds no thre
 
 from __future__ import annotations
 
-import asyncio
 import random
 import threading
 import time
@@ -46,6 +45,7 @@ from .indexes import (
     namespace_index,
     selected_keys,
 )
+from .loopevent import LoopEvent
 
 log = structlog.get_logger("informer")
 
@@ -60,7 +60,7 @@ class Informer:
     # no reader needs keeps a 20,000-pod cache small
     transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     objects: dict[Key, dict[str, Any]] = field(default_factory=dict)
-    synced: threading.Event = field(default_factory=threading.Event)
+    synced: LoopEvent = field(default_factory=LoopEvent)
     stopped: threading.Event = field(default_factory=threading.Event)
     error: str = ""
     relists: int = 0
@@ -94,8 +94,6 @@ class Informer:
     # event or a bookmark
     last_contact: float | None = None
     failures: int = 0  # list or watch attempts that ended in an error, since start
-    # event loops waiting for the first list (``wait_synced``): (loop, future) pairs
-    _waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = field(default_factory=list)
 
     def age(self, now: float | None = None) -> float | None:
         """Seconds since the API server last said anything to this informer (None: never)."""
@@ -109,32 +107,7 @@ class Informer:
     async def wait_synced(self, timeout: float | None = None) -> bool:
         """Until the first list is in (True), or ``timeout`` seconds (False), without a
         thread: the informer's thread wakes the waiting loop."""
-        if self.synced.is_set():
-            return True
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        with self._lock:
-            self._waiters.append((loop, future))
-        if self.synced.is_set():  # set between the first look and registering
-            return True
-        try:
-            async with asyncio.timeout(timeout):
-                await asyncio.shield(future)
-            return True
-        except TimeoutError:
-            return False
-        finally:
-            with self._lock:
-                if (loop, future) in self._waiters:
-                    self._waiters.remove((loop, future))
-
-    def _set_synced(self) -> None:
-        self.synced.set()
-        with self._lock:
-            waiters, self._waiters = self._waiters, []
-        for loop, future in waiters:
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(_resolve, future)
+        return await self.synced.wait_async(timeout)
 
     def start(self) -> Informer:
         threading.Thread(target=self._run, name=f"informer{self.path}", daemon=True).start()
@@ -288,7 +261,7 @@ class Informer:
             self._notify("DELETED", obj)
         for obj in fresh.values():
             self._notify("ADDED", obj)
-        self._set_synced()
+        self.synced.set()
         self.error = ""
         return rv
 
@@ -325,11 +298,6 @@ class Informer:
         finally:
             events.close()  # its connection back to the pool (or closed), whatever ended the watch
         return rv
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 def _labels(obj: dict[str, Any]) -> Any:

@@ -6,7 +6,7 @@ from adapter.metricrules.team_rules import CLUSTER
 from adapter.metricrules.team_rules import NAMESPACED
 from adapter.metricrules.team_rules import TeamRule
 from adapter.metricrules.tenants import tenant_refused
-from rules.backend_config import TenantHeader
+from rules.backend import TenantHeader
 
 MAPPED = TenantHeader(default="platform", namespaces=(("shop", "team-a"),))
 EACH = TenantHeader(default="platform", from_namespace=True)

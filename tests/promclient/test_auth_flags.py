@@ -10,7 +10,7 @@ import pytest
 
 from promclient.auth_flags import auth_flags
 from promclient.auth_flags import auth_settings
-from rules.backend_config import SigV4Config
+from rules.backend import SigV4Config
 
 
 def parse(*args: str) -> argparse.Namespace:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from localcluster.promhpa import external_rules
-from rules.backend_config import MONITORING_READ
+from rules.backend import MONITORING_READ
 from tests.gcp_peer import MetadataServer
 from tests.gcp_peer import TokenCheckingProxy
 from tests.support import AdapterProcess

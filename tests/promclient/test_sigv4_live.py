@@ -19,7 +19,7 @@ from localcluster.promhpa import external_rules
 from promclient.promapi import PrometheusUnavailable
 from promclient.prometheus import Prometheus
 from promclient.prometheus import PrometheusSettings
-from rules.backend_config import SigV4Config
+from rules.backend import SigV4Config
 from tests.aws_peer import ROLE_ARN
 from tests.aws_peer import Sts
 from tests.aws_peer import VerifyingProxy

@@ -24,8 +24,8 @@ import pytest
 
 from shared.httpclient import Connections
 from shared.httpclient import Origin
-from shared.httpclient import ProtocolError
 from shared.httpclient import form_encode
+from shared.httpconnection import ProtocolError
 from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import wait_until
