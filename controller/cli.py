@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from controller.commands import compare, decide, replay, run, snapshot, why
-from controller.commands.common import _endpoint_flags, _live_flags, _settings
+from controller.commands.common import _endpoint_flags, _live_flags
 from controller.engine.gates import GateError
 from shared.cliflags import apply_input_size, apply_kubectl_flags
 from shared.inputfiles import InputError
@@ -25,7 +25,7 @@ def build_parser(prog: str = "promhpa-controller") -> argparse.ArgumentParser:
     snapshot.add_parser(sub)
     compare.add_parser(sub)
     why.add_parser(sub, _endpoint_flags)
-    replay.add_parser(sub, _live_flags, _settings)
+    replay.add_parser(sub, _live_flags)
     return p
 
 

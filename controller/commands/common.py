@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.engine.gates import GateError, parse_gates, resolve
 from controller.engine.model import Settings
 from controller.engine.versions import Release, VersionError, parse_minor, release
 from shared.cliflags import duration, http_url
+
+if TYPE_CHECKING:
+    from controller.commands.why import ControllerAccess
 
 EXIT_MALFORMED = 2
 
@@ -43,22 +47,47 @@ def _emulated(text: str) -> str:
     return text
 
 
-def _settings(a: argparse.Namespace, server_version: str | None = None) -> Settings:
-    """The flags' settings, deciding as --emulated-version, else as the API server's
-    release (``server_version``), else as the newest supported one. Raises GateError
-    for a --feature-gates value that release's kube-controller-manager would refuse."""
-    text = a.emulated_version or server_version
-    rel, warning = release(text) if text else (Release(), None)
-    if warning:
-        print(f"warning: {warning}", file=sys.stderr)
-    return Settings(
-        tolerance=a.horizontal_pod_autoscaler_tolerance,
-        cpu_initialization_period=a.horizontal_pod_autoscaler_cpu_initialization_period,
-        initial_readiness_delay=a.horizontal_pod_autoscaler_initial_readiness_delay,
-        downscale_stabilization_window=a.horizontal_pod_autoscaler_downscale_stabilization,
-        feature_gates=resolve(rel, a.feature_gates),
-        release=rel,
-    )
+@dataclass(frozen=True)
+class DecisionFlags:
+    """kube-controller-manager's HPA flags as ``_live_flags`` parsed them: the knobs every
+    decision takes, read once at a command's entry."""
+
+    sync_period: timedelta
+    tolerance: float
+    downscale_stabilization: timedelta
+    cpu_initialization_period: timedelta
+    initial_readiness_delay: timedelta
+    feature_gates: dict[str, bool]
+    emulated_version: str | None
+
+    @classmethod
+    def of(cls, a: argparse.Namespace) -> DecisionFlags:
+        return cls(
+            sync_period=a.horizontal_pod_autoscaler_sync_period,
+            tolerance=a.horizontal_pod_autoscaler_tolerance,
+            downscale_stabilization=a.horizontal_pod_autoscaler_downscale_stabilization,
+            cpu_initialization_period=a.horizontal_pod_autoscaler_cpu_initialization_period,
+            initial_readiness_delay=a.horizontal_pod_autoscaler_initial_readiness_delay,
+            feature_gates=a.feature_gates,
+            emulated_version=a.emulated_version,
+        )
+
+    def settings(self, server_version: str | None = None) -> Settings:
+        """Deciding as --emulated-version, else as the API server's release
+        (``server_version``), else as the newest supported one. Raises GateError for a
+        --feature-gates value that release's kube-controller-manager would refuse."""
+        text = self.emulated_version or server_version
+        rel, warning = release(text) if text else (Release(), None)
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
+        return Settings(
+            tolerance=self.tolerance,
+            cpu_initialization_period=self.cpu_initialization_period,
+            initial_readiness_delay=self.initial_readiness_delay,
+            downscale_stabilization_window=self.downscale_stabilization,
+            feature_gates=resolve(rel, self.feature_gates),
+            release=rel,
+        )
 
 
 def _live_flags(p: argparse.ArgumentParser) -> None:
@@ -132,11 +161,11 @@ def _controller_source(p: argparse.ArgumentParser, what: str, *, required: bool)
     add_leader_flags(p)
 
 
-def controller_get(args: argparse.Namespace, path: str) -> Any:
+def controller_get(access: ControllerAccess, path: str) -> Any:
     """GET ``path`` of the running controller's endpoints, with the kubeconfig's credentials."""
     from controller.commands.why import ask_controller
 
-    return ask_controller(args, path)[0]
+    return ask_controller(access, path)[0]
 
 
 def _endpoint_flags(p: argparse.ArgumentParser) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from controller.commands.why import ControllerAccess
 from controller.endpoint_client import EndpointError
 from shared import exitcodes
 from shared.cliflags import add_kubectl_flags
@@ -59,7 +60,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             return 2
         path += f"/{namespace}/{name}"
     try:
-        data = controller_get(args, path)
+        data = controller_get(ControllerAccess.of(args), path)
     except (EndpointError, KubeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return exitcodes.for_error(e)

@@ -30,8 +30,10 @@ from shared import exitcodes
 from shared.cliflags import add_input_size_flag, add_kubectl_flags
 from shared.durations import parse_duration
 
+from .common import DecisionFlags
 
-def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
+
+def add_parser(sub: Any, live_flags: Any) -> None:
     r = sub.add_parser(
         "replay",
         help="replay recorded metrics through the engine in a closed loop; compare HPA specs",
@@ -100,7 +102,7 @@ def add_parser(sub: Any, live_flags: Any, settings: Any) -> None:
     live_flags(r)
     add_kubectl_flags(r)
     add_input_size_flag(r)
-    r.set_defaults(func=lambda a: cmd_replay(a, lambda version: settings(a, version)))
+    r.set_defaults(func=lambda a: cmd_replay(a, DecisionFlags.of(a).settings))
 
 
 def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Settings]) -> int:
@@ -198,13 +200,23 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
     finally:
         prom.close()
     if a.tune:
-        return _tune(a, hpa, steps, settings, startup, requests, step)
+        return _tune(
+            hpa, steps, settings, startup, requests, step, initial_replicas=a.initial_replicas,
+            budget=a.tune_budget, seed=a.tune_seed, max_minutes_above=a.max_minutes_above_target,
+            plot=a.plot,
+        )  # fmt: skip
     results = {
         name: replay(h, steps, settings, startup, requests, a.initial_replicas)
         for name, h in variants.items()
     }
     if a.check:
-        return _check(a, results, variants, step)
+        return _check(
+            results,
+            variants,
+            step,
+            pod_hours_pct=a.check_pod_hours,
+            allowed_minutes_above=a.check_minutes_above,
+        )
     summaries = [
         summarize(name, out, step, int((variants[name].get("spec") or {}).get("maxReplicas", 0)))
         for name, out in results.items()
@@ -239,8 +251,9 @@ def _picture(path: Path, runs: dict[str, list[Outcome]], title: str) -> int:
 
 
 def _tune(
-    a: argparse.Namespace, hpa: dict[str, Any], steps: list[Step], settings: Settings,
-    startup: timedelta, requests: dict[str, str], step: timedelta,
+    hpa: dict[str, Any], steps: list[Step], settings: Settings, startup: timedelta,
+    requests: dict[str, str], step: timedelta, *, initial_replicas: int | None, budget: int, seed: int,
+    max_minutes_above: float | None, plot: Path | None,
 ) -> int:  # fmt: skip
     """``--tune``: the search (``tune.tune``), its diff, table and picture."""
     import time
@@ -250,36 +263,36 @@ def _tune(
     began = time.monotonic()
     t = tune(
         hpa,
-        lambda h: replay(h, steps, settings, startup, requests, a.initial_replicas),
+        lambda h: replay(h, steps, settings, startup, requests, initial_replicas),
         step,
-        budget=a.tune_budget,
-        seed=a.tune_seed,
-        max_minutes_above=a.max_minutes_above_target,
+        budget=budget,
+        seed=seed,
+        max_minutes_above=max_minutes_above,
         tolerance_field=settings.feature_gates.hpa_configurable_tolerance,
     )
     meta = hpa.get("metadata") or {}
     print(f"tuning {meta.get('namespace')}/{meta.get('name')} over {len(steps)} syncs of {step}: "
-          f"{t.evaluated} specs replayed in {time.monotonic() - began:.1f}s (seed {a.tune_seed}), "
+          f"{t.evaluated} specs replayed in {time.monotonic() - began:.1f}s (seed {seed}), "
           f"at most {t.bound:g} minutes above today's target")  # fmt: skip
     print(spec_diff(hpa.get("spec") or {}, t.best.spec), end="")
     print(tuned_table(t))
     if t.best.above > t.bound:
         print(f"no spec within {t.bound:g} minutes above today's target: the one shown comes closest",
               file=sys.stderr)  # fmt: skip
-    if not a.plot:
+    if not plot:
         return 0
     runs = {
-        "current": replay(hpa, steps, settings, startup, requests, a.initial_replicas),
+        "current": replay(hpa, steps, settings, startup, requests, initial_replicas),
         "recommended": replay(
-            {**hpa, "spec": t.best.spec}, steps, settings, startup, requests, a.initial_replicas
+            {**hpa, "spec": t.best.spec}, steps, settings, startup, requests, initial_replicas
         ),
     }
-    return _picture(a.plot, runs, f"tuning {meta.get('name')}")
+    return _picture(plot, runs, f"tuning {meta.get('name')}")
 
 
 def _check(
-    a: argparse.Namespace, results: dict[str, list[Outcome]], variants: dict[str, dict[str, Any]],
-    step: timedelta,
+    results: dict[str, list[Outcome]], variants: dict[str, dict[str, Any]], step: timedelta, *,
+    pod_hours_pct: float, allowed_minutes_above: float,
 ) -> int:  # fmt: skip
     """``--check``: exit 1 when B is worse than A beyond the thresholds."""
     from controller.replay.tune import check, first_target, minutes_above
@@ -288,7 +301,7 @@ def _check(
     goal, top = first_target(spec), int(spec.get("maxReplicas", 0))
     sa, sb = (summarize(n, results[n], step, top) for n in ("A", "B"))
     v = check(sa, sb, minutes_above(results["A"], goal, step), minutes_above(results["B"], goal, step),
-              pod_hours_pct=a.check_pod_hours, minutes_above=a.check_minutes_above)  # fmt: skip
+              pod_hours_pct=pod_hours_pct, minutes_above=allowed_minutes_above)  # fmt: skip
     print("\n".join(v.lines))
     if v.worse:
         print("WORSE: " + "; ".join(v.worse))

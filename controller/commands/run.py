@@ -22,7 +22,7 @@ from shared.cliflags import (
 )
 from shared.kube.errors import KubeError
 
-from .common import _live_flags, _paths, _settings
+from .common import DecisionFlags, _live_flags, _paths
 
 
 def add_parser(sub: Any) -> None:
@@ -166,6 +166,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from controller.live.leader import LeaderElection
     from controller.live.runner import Options, run
     from shared.logging import configure
 
@@ -177,25 +178,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     configure(json=args.log_format == "json", level=args.log_level)
     for warning in warnings:
         structlog.get_logger("controller").warning("flag_ignored", detail=warning)
-    if args.emulated_version:
+    decision = DecisionFlags.of(args)
+    if decision.emulated_version:
         # the release is known: a gate it refuses is a usage error before connecting, and the
         # settings (and any out-of-range warning) are made once
-        known = _settings(args)
+        known = decision.settings()
+    try:
+        leader = (
+            LeaderElection(
+                namespace=args.leader_elect_resource_namespace,
+                name=args.leader_elect_resource_name,
+                lease_duration=max(1, round(args.leader_elect_lease_duration.total_seconds())),
+                renew_deadline=args.leader_elect_renew_deadline.total_seconds(),
+                retry_period=args.leader_elect_retry_period.total_seconds(),
+            )
+            if args.leader_elect
+            else None
+        )
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     opts = Options(
         kubeconfig=args.kubeconfig,
-        settings=(lambda _: known) if args.emulated_version else (lambda v: _settings(args, v)),
+        settings=(lambda _: known) if decision.emulated_version else decision.settings,
         sync_period=args.horizontal_pod_autoscaler_sync_period.total_seconds(),
         workers=args.concurrent_horizontal_pod_autoscaler_syncs,
         hpa_selector=args.hpa_selector,
         dry_run=args.dry_run,
-        leader_elect=args.leader_elect,
-        lease_namespace=args.leader_elect_resource_namespace,
-        lease_name=args.leader_elect_resource_name,
+        leader=leader,
         bind_address=args.bind_address,
         port=args.port,
-        lease_duration=max(1, round(args.leader_elect_lease_duration.total_seconds())),
-        renew_deadline=args.leader_elect_renew_deadline.total_seconds(),
-        retry_period=args.leader_elect_retry_period.total_seconds(),
         metrics_timeout=args.metrics_timeout.total_seconds(),
         kube_api_qps=args.kube_api_qps,
         kube_api_burst=args.kube_api_burst,
@@ -217,13 +229,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     if opts.kube_api_qps > 0 and opts.kube_api_burst < 1:
         print("error: --kube-api-burst must be at least 1 when --kube-api-qps is above 0", file=sys.stderr)
-        return 2
-    if opts.leader_elect and not opts.lease_duration > opts.renew_deadline > opts.retry_period > 0:
-        print(
-            "error: leader election needs --leader-elect-lease-duration > --leader-elect-renew-deadline "
-            "> --leader-elect-retry-period > 0 (the gap between the first two absorbs clock skew)",
-            file=sys.stderr,
-        )
         return 2
     try:
         return eventloop.run(run(opts))

@@ -11,12 +11,13 @@ from typing import Any
 
 import yaml
 
+from controller.commands.why import ControllerAccess
 from controller.endpoint_client import EndpointError
 from controller.engine.model import History
 from shared import exitcodes
 from shared.cliflags import add_kubectl_flags
 
-from .common import _controller_source, _endpoint_flags, _live_flags, _settings, controller_get
+from .common import DecisionFlags, _controller_source, _endpoint_flags, _live_flags, controller_get
 
 
 def add_parser(sub: Any) -> None:
@@ -71,9 +72,9 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             for informer in (pods, hpas):
                 if not informer.synced.wait(30):
                     raise KubeError(0, f"could not list {informer.path} within 30s: {informer.error}")
-            observer = Observer(kube, RESTMapper(kube), hpas, pods, _settings(args, server))
+            observer = Observer(kube, RESTMapper(kube), hpas, pods, DecisionFlags.of(args).settings(server))
             wanted = args.controller_url or args.from_leader
-            history = _live_history(args, namespace, name) if wanted else None
+            history = _live_history(ControllerAccess.of(args), namespace, name) if wanted else None
             snap = asyncio.run(observer.observe(namespace, name, history)).snapshot
         finally:
             pods.stop()
@@ -88,15 +89,15 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _live_history(args: argparse.Namespace, namespace: str, name: str) -> History | None:
+def _live_history(access: ControllerAccess, namespace: str, name: str) -> History | None:
     """The running controller's memory of the HPA (its /debug/history endpoint)."""
     from controller.engine.parse import parse_history_wire
 
     try:
-        return parse_history_wire(controller_get(args, f"/debug/history/{namespace}/{name}"))
+        return parse_history_wire(controller_get(access, f"/debug/history/{namespace}/{name}"))
     except EndpointError as e:
         if e.status == 404:
-            where = args.controller_url or "the leader"
+            where = access.controller_url or "the leader"
             print(f"note: {where} has not reconciled {namespace}/{name}: no history", file=sys.stderr)
             return None
         raise

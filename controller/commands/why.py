@@ -33,6 +33,34 @@ PORT_NAME = "metrics"  # the chart's name for the controller's HTTPS port
 
 
 @dataclass(frozen=True)
+class ControllerAccess:
+    """How a command reaches the running controller's endpoints, as its flags said: a URL
+    the user reaches, or the leader found through its Lease (``via`` port-forward or pod IP);
+    always with the kubeconfig's credentials, and the controller's CA or no verification."""
+
+    kubeconfig: str | None
+    controller_url: str | None
+    ca_file: str | None
+    insecure: bool
+    lease_namespace: str
+    lease_name: str
+    via: str
+
+    @classmethod
+    def of(cls, a: argparse.Namespace) -> ControllerAccess:
+        """From the flags of ``add_leader_flags`` and the endpoint flags, once, at a command's entry."""
+        return cls(
+            kubeconfig=a.kubeconfig,
+            controller_url=a.controller_url,
+            ca_file=a.controller_ca_file,
+            insecure=a.insecure_skip_tls_verify,
+            lease_namespace=a.controller_namespace,
+            lease_name=a.lease_name,
+            via=a.via,
+        )
+
+
+@dataclass(frozen=True)
 class Leader:
     namespace: str
     pod: str
@@ -111,7 +139,7 @@ def cmd_why(args: argparse.Namespace) -> int:
         return 2
     path = f"/debug/why/{namespace}/{name}?last={args.last}"
     try:
-        doc, where = ask_controller(args, path)
+        doc, where = ask_controller(ControllerAccess.of(args), path)
     except EndpointError as e:
         if e.status == 404:
             print(f"error: {namespace}/{name} has not been reconciled by the leader (yet): is it selected "
@@ -128,19 +156,19 @@ def cmd_why(args: argparse.Namespace) -> int:
     return 0
 
 
-def ask_controller(args: argparse.Namespace, path: str) -> tuple[Any, str]:
+def ask_controller(access: ControllerAccess, path: str) -> tuple[Any, str]:
     """GET ``path`` of the running controller's endpoints with the kubeconfig's credentials:
     at ``--controller-url``, or at the leader found through its Lease; and who answered."""
-    if args.controller_url:
+    if access.controller_url:
         doc = get_json(
-            args.controller_url.rstrip("/") + path,
-            kubeconfig=args.kubeconfig,
-            ca_file=args.controller_ca_file,
-            insecure=args.insecure_skip_tls_verify,
+            access.controller_url.rstrip("/") + path,
+            kubeconfig=access.kubeconfig,
+            ca_file=access.ca_file,
+            insecure=access.insecure,
         )
-        return doc, args.controller_url
-    leader = find_leader(args.kubeconfig, args.controller_namespace, args.lease_name)
-    return ask_leader(leader, path, args), f"leader {leader.namespace}/{leader.pod}"
+        return doc, access.controller_url
+    leader = find_leader(access.kubeconfig, access.lease_namespace, access.lease_name)
+    return ask_leader(leader, path, access), f"leader {leader.namespace}/{leader.pod}"
 
 
 def find_leader(kubeconfig: str | None, namespace: str, lease: str) -> Leader:
@@ -183,28 +211,28 @@ def _read(kubeconfig: str | None, kind: str, namespace: str, name: str, what: st
         raise EndpointError(f"cannot read {what}: {hint}", e.status) from None
 
 
-def ask_leader(leader: Leader, path: str, args: argparse.Namespace) -> Any:
-    if args.via == "pod-ip":
+def ask_leader(leader: Leader, path: str, access: ControllerAccess) -> Any:
+    if access.via == "pod-ip":
         if not leader.ip:
             raise EndpointError(f"the leader's pod {leader.namespace}/{leader.pod} has no IP yet")
-        return get_json(f"https://{leader.ip}:{leader.port}{path}", kubeconfig=args.kubeconfig,
-                        ca_file=args.controller_ca_file, insecure=args.insecure_skip_tls_verify)  # fmt: skip
-    return _through_port_forward(leader, path, args)
+        return get_json(f"https://{leader.ip}:{leader.port}{path}", kubeconfig=access.kubeconfig,
+                        ca_file=access.ca_file, insecure=access.insecure)  # fmt: skip
+    return _through_port_forward(leader, path, access)
 
 
-def _through_port_forward(leader: Leader, path: str, args: argparse.Namespace) -> Any:
+def _through_port_forward(leader: Leader, path: str, access: ControllerAccess) -> Any:
     """GET ``path`` over the API server's port-forward to the leader's pod, TLS to the
     controller inside it, with the kubeconfig's credentials."""
     from shared.kube.errors import KubeError
     from shared.kube.portforward import port_forward
 
-    ctx = client_context(args.controller_ca_file)
-    if args.insecure_skip_tls_verify:
+    ctx = client_context(access.ca_file)
+    if access.insecure:
         ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-    headers = credentials(args.kubeconfig, ctx)
+    headers = credentials(access.kubeconfig, ctx)
     where = f"{leader.namespace}/{leader.pod}"
     try:
-        with port_forward(args.kubeconfig, leader.namespace, leader.pod, leader.port) as raw:
+        with port_forward(access.kubeconfig, leader.namespace, leader.pod, leader.port) as raw:
             raw.settimeout(15)
             conn = http.client.HTTPSConnection("controller", leader.port, context=ctx, timeout=15)
             conn.sock = ctx.wrap_socket(raw, server_hostname=f"{leader.pod}.{leader.namespace}")

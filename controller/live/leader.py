@@ -29,6 +29,26 @@ class NotLeader(Exception):  # noqa: N818 - reads as a state, like client-go's "
     """A write was refused: this process's leadership is not current."""
 
 
+@dataclass(frozen=True)
+class LeaderElection:
+    """The Lease and its timing, as kube-controller-manager's --leader-elect-* flags spell
+    them: one object from the command line to the elector, checked when made."""
+
+    namespace: str
+    name: str
+    lease_duration: int = 15
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
+            raise ValueError(
+                "leader election needs --leader-elect-lease-duration > --leader-elect-renew-deadline "
+                "> --leader-elect-retry-period > 0 (the gap between the first two absorbs clock skew; "
+                f"got {self.lease_duration}s, {self.renew_deadline:g}s, {self.retry_period:g}s)"
+            )
+
+
 @dataclass
 class LeaderElector:
     """client-go's leader election over a coordination.k8s.io Lease.
@@ -43,21 +63,30 @@ class LeaderElector:
     """
 
     kube: Kube
-    namespace: str
-    name: str
+    lease: LeaderElection
     identity: str
-    lease_duration: int = 15
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
     clock: Callable[[], float] = leader_clock
     _renewed_at: float | None = None
 
-    def __post_init__(self) -> None:
-        if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
-            raise ValueError(
-                "leader election needs lease duration > renew deadline > retry period > 0 "
-                f"(got {self.lease_duration}s, {self.renew_deadline:g}s, {self.retry_period:g}s)"
-            )
+    @property
+    def namespace(self) -> str:
+        return self.lease.namespace
+
+    @property
+    def name(self) -> str:
+        return self.lease.name
+
+    @property
+    def lease_duration(self) -> int:
+        return self.lease.lease_duration
+
+    @property
+    def renew_deadline(self) -> float:
+        return self.lease.renew_deadline
+
+    @property
+    def retry_period(self) -> float:
+        return self.lease.retry_period
 
     def _path(self) -> str:
         return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases/{self.name}"

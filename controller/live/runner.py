@@ -45,7 +45,7 @@ from shared.tls import server_context, serving_files
 
 from .caches import hpa_and_pod_informers
 from .endpoints import OPEN_PATHS, Readiness, endpoints_app
-from .leader import LeaderElector
+from .leader import LeaderElection, LeaderElector
 from .monitor import ControllerMetrics
 from .reconciler import Reconciler
 from .scale_reads import ScaleReads
@@ -69,14 +69,9 @@ class Options:
     workers: int
     hpa_selector: str
     dry_run: bool
-    leader_elect: bool
-    lease_namespace: str
-    lease_name: str
+    leader: LeaderElection | None  # None: no election (--leader-elect=false)
     bind_address: str
     port: int
-    lease_duration: int = 15
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
     metrics_timeout: float = 15.0
     kube_api_qps: float = 20.0
     kube_api_burst: int = 30
@@ -160,7 +155,7 @@ async def run(opts: Options) -> int:
         hpa_selector=opts.hpa_selector or None,
         sync_period=opts.sync_period,
         workers=opts.workers,
-        leader_elect=opts.leader_elect,
+        leader_elect=opts.leader is not None,
         identity=elector.identity if elector is not None else None,
         kube_api_qps=opts.kube_api_qps,
         kube_api_burst=opts.kube_api_burst,
@@ -219,22 +214,14 @@ async def _server_version(kube: Kube) -> str | None:
 
 
 def _elector(opts: Options, kube: Kube) -> LeaderElector | None:
-    if not opts.leader_elect:
+    if opts.leader is None:
         return None
     # client-go's identity: the host name and a fresh UUID. Not the PID: in a container every
     # replica is process 1 (and two replicas on one host would share a name). The pod's name
     # (POD_NAME, from the chart) comes first where set: on the host network the host name is
     # the node's, and `why` finds the leader's pod by this prefix
     host = os.environ.get("POD_NAME") or socket.gethostname()
-    return LeaderElector(
-        kube,
-        opts.lease_namespace,
-        opts.lease_name,
-        f"{host}_{uuid.uuid4()}",
-        lease_duration=opts.lease_duration,
-        renew_deadline=opts.renew_deadline,
-        retry_period=opts.retry_period,
-    )
+    return LeaderElector(kube, opts.leader, f"{host}_{uuid.uuid4()}")
 
 
 async def _synced(*informers: Informer) -> None:

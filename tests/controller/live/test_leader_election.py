@@ -9,6 +9,7 @@ from typing import Any
 import kubernetes
 import pytest
 
+from controller.live.leader import LeaderElection
 from controller.live.leader import LeaderElector
 from controller.live.leader import NotLeader
 from shared.kube.client import Kube
@@ -23,7 +24,9 @@ class Clock:
 
 
 def elector(clock: Clock, **kw: Any) -> LeaderElector:
-    return LeaderElector(Kube(kubernetes.client.ApiClient()), "ns", "lease", "me", clock=clock, **kw)
+    return LeaderElector(
+        Kube(kubernetes.client.ApiClient()), LeaderElection("ns", "lease", **kw), "me", clock=clock
+    )
 
 
 def test_a_fresh_elector_is_not_leader_and_refuses_writes() -> None:
@@ -65,9 +68,9 @@ def test_a_pause_longer_than_the_renew_deadline_ends_leadership_without_any_fail
 
 
 def test_lease_duration_must_exceed_renew_deadline_which_must_exceed_retry() -> None:
-    with pytest.raises(ValueError, match="lease duration > renew deadline > retry period"):
+    with pytest.raises(ValueError, match="lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period"):
         elector(Clock(), lease_duration=10, renew_deadline=10, retry_period=2)
-    with pytest.raises(ValueError, match="lease duration > renew deadline > retry period"):
+    with pytest.raises(ValueError, match="lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period"):
         elector(Clock(), lease_duration=15, renew_deadline=2, retry_period=2)
 
 
