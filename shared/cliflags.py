@@ -4,12 +4,21 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from shared.durations import DurationError, parse_duration
 from shared.urls import is_http_url
+
+T = TypeVar("T")
+
+
+def from_flags(cls: type[T], a: argparse.Namespace) -> T:
+    """A typed option object (a dataclass whose fields are named as the flags' dests), read
+    once at a command's entry so nothing below it sees the Namespace."""
+    return cls(**{f.name: getattr(a, f.name) for f in dataclasses.fields(cls)})  # type: ignore[arg-type]
 
 
 def duration(text: str) -> timedelta:

@@ -423,6 +423,21 @@ def read_for(read: Callable[[], str | None], seconds: float) -> Reader:
     return reader.stop()
 
 
+def serving(adapter: AdapterProcess, path: str) -> tuple[int, str]:
+    """The adapter's first 200 answer for ``path``, once it gives one (within 30 s)."""
+    wait_until(lambda: answer(adapter, path)[0] == 200, timeout=30, what=f"the adapter serving {path}")
+    return answer(adapter, path)
+
+
+def soak(adapter: AdapterProcess, path: str, seconds: float, issued: Callable[[], int]) -> tuple[Reader, int]:
+    """Reads of ``path`` every 250 ms for ``seconds`` once it is served, and how many more
+    credentials ``issued()`` counts at the end than at the start (their refreshes)."""
+    serving(adapter, path)
+    before = issued()
+    reader = read_for(lambda: failed_read(adapter, path), seconds)
+    return reader, issued() - before
+
+
 def adapter_says(directory: Path, prometheus_url: str, rules: str, expected: str, *flags: str) -> str:
     """Starts the adapter on loopback without waiting for it to be ready (it may never be: a
     backend it cannot authenticate to), until its log says ``expected``; the log then."""

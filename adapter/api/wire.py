@@ -16,6 +16,7 @@ from typing import Any
 from rules.config import GroupResource
 from rules.naming import known
 from shared.durations import format_time
+from shared.kube.errors import status_body
 
 CUSTOM = "custom.metrics.k8s.io"
 EXTERNAL = "external.metrics.k8s.io"
@@ -107,18 +108,7 @@ def value_list(group: str, version: str, kind: str, items: list[dict[str, Any]])
 
 
 def status(code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-    if details:
-        body["details"] = details
-    return body
+    return status_body(code, reason, message, details)
 
 
 def resource_list(group: str, version: str, resources: list[tuple[str, bool, str]]) -> dict[str, Any]:

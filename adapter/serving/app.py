@@ -17,8 +17,7 @@ from typing import Any
 import orjson
 import structlog
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from adapter.api.errors import StatusError
 from adapter.api.provider import Forwarded, MetricsProvider, ProviderChain
@@ -26,6 +25,7 @@ from adapter.api.requests import REQUEST_INFO, parse_path
 from adapter.api.wire import VERSIONS, group_entry, resource_list, status
 from rules.config import Config
 from shared.httpclient import Connections
+from shared.kube.secureport import add_metrics_route
 
 from .health import Health, inflight_limiter, probe_routes
 from .providers import ObjectLister, Providers
@@ -231,11 +231,8 @@ def build_app(
         finally:
             m.served(label, code, time.monotonic() - start)
 
-    async def own_metrics(_: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(m.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
-
     probe_routes(app, health)  # also on --health-port, where load cannot delay them
-    app.router.add_get("/metrics", own_metrics)
+    add_metrics_route(app, m.registry)
     # every request is served by this route: registered first, it is the first candidate the
     # router tries under /apis (the others were each resolved, and refused, before it); no
     # path matches two of these four patterns, so the order changes nothing else

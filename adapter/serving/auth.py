@@ -18,20 +18,18 @@ from __future__ import annotations
 import ssl
 import tempfile
 import weakref
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from adapter.api.requests import REQUEST_INFO, BadRequest, RequestInfo, request_info
-from adapter.api.wire import status
 from shared.kube.client import Kube
 from shared.kube.delegated import AUTHENTICATION_CONFIGMAP, DelegatedAuth, User
 from shared.kube.errors import KubeError
-
-from .health import PROBE_PATHS, Handler
+from shared.kube.secureport import Gate, bearer_token, status_response
 
 log = structlog.get_logger("adapter.serving.auth")
 
@@ -147,44 +145,27 @@ class Authenticator:
                 if "system:authenticated" not in groups:
                     groups += ("system:authenticated",)
                 return User(name, groups, extra)
-        auth = request.headers.get("Authorization", "")
-        if auth.lower().startswith("bearer "):
-            return await self.delegated.token(auth[7:].strip())
-        return None
+        token = bearer_token(request)
+        return await self.delegated.token(token) if token is not None else None
 
     async def authorize(self, info: RequestInfo, user: User) -> tuple[bool, str]:
         return await self.delegated.authorize(user, _attributes(info))
 
-    def middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-        @web.middleware
-        async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-            if request.path in PROBE_PATHS:  # open, as on every API server
-                return await handler(request)
-            try:
-                info = request[REQUEST_INFO] = request_info(request.rel_url.raw_path)
-            except BadRequest as e:  # the apiserver's HTTP server refuses such a URL outright
-                return web.json_response(status(400, "BadRequest", str(e)), status=400)
-            try:
-                user = await self.authenticate(request)
-                if user is None:
-                    log.info(
-                        "unauthenticated request", path=request.path, client_cert=_peer_common_name(request)
-                    )
-                    return web.json_response(status(401, "Unauthorized", "Unauthorized"), status=401)
-                allowed, reason = await self.authorize(info, user)
-            except KubeError as e:
-                log.warning("delegated auth failed", error=str(e))
-                return web.json_response(
-                    status(503, "ServiceUnavailable", f"delegated auth unavailable: {e}"), status=503
-                )
-            if not allowed:
-                log.info(
-                    "forbidden", path=request.path, user=user.name, groups=list(user.groups), reason=reason
-                )
-                msg = f'user "{user.name}" cannot {info.verb} path "{info.path}"' + (
-                    f": {reason}" if reason else ""
-                )
-                return web.json_response(status(403, "Forbidden", msg), status=403)
-            return await handler(request)
+    def middleware(self) -> Middleware:
+        """The shared secure port's gate, with the aggregated API's reading of each request."""
 
-        return check
+        def admit(request: web.Request) -> web.StreamResponse | None:
+            try:
+                request[REQUEST_INFO] = request_info(request.rel_url.raw_path)
+            except BadRequest as e:  # the apiserver's HTTP server refuses such a URL outright
+                return status_response(400, "BadRequest", str(e))
+            return None
+
+        async def authorize(request: web.Request, user: User) -> tuple[bool, str]:
+            return await self.authorize(request[REQUEST_INFO], user)
+
+        def forbidden(request: web.Request, user: User) -> str:
+            info: RequestInfo = request[REQUEST_INFO]
+            return f'user "{user.name}" cannot {info.verb} path "{info.path}"'
+
+        return Gate(self.authenticate, authorize, forbidden, admit=admit).middleware()

@@ -33,10 +33,9 @@ import structlog
 from aiohttp import web
 
 from adapter.api.wire import status
+from shared.kube.secureport import PROBE_PATHS, Handler, add_probe_routes
 
 log = structlog.get_logger("adapter.serving.health")
-PROBE_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _MP = multiprocessing.get_context("spawn")  # never fork a process that runs threads and a loop
 
 
@@ -122,20 +121,8 @@ class Health:
 
 
 def probe_routes(app: web.Application, health: Health) -> None:
-    async def live(_: web.Request) -> web.Response:
-        reason = health.alive()
-        return web.Response(status=500 if reason else 200, text=reason or "ok")
-
-    async def ready(_: web.Request) -> web.Response:
-        reason = health.ready()
-        detail = health.detail  # e.g. one backend down: still ready, the others serve
-        return web.Response(
-            status=503 if reason else 200, text=(reason or "ok") + (f"\n{detail}" if detail else "")
-        )
-
-    app.router.add_get("/healthz", live)
-    app.router.add_get("/livez", live)
-    app.router.add_get("/readyz", ready)
+    # e.g. one backend down: still ready, the others serve (``detail`` says which)
+    add_probe_routes(app, alive=health.alive, ready=health.ready, detail=lambda: health.detail)
 
 
 def _serve_probes(health: Health, host: str, port: int, parent: int) -> None:

@@ -44,12 +44,12 @@ from adapter.metricrules.team_rules import CLUSTER, NAMESPACED, key_of
 from adapter.metricrules.team_rules import Verdict as TeamVerdict
 from promclient.backends import Backends
 from promclient.promapi import PrometheusAPI
+from shared.kube.secureport import Handler
 
 log = structlog.get_logger("adapter.webhook")
 
 WEBHOOK_PATH = "/validate/rules"
 MAX_BODY = 3 * 1024 * 1024  # a ConfigMap is at most 1 MiB; its JSON escaping can triple it
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class WebhookMetrics:

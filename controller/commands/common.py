@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from controller.engine.gates import GateError, parse_gates, resolve
 from controller.engine.model import Settings
 from controller.engine.versions import Release, VersionError, parse_minor, release
-from shared.cliflags import duration, http_url
+from shared.cliflags import duration, from_flags, http_url
 
 if TYPE_CHECKING:
     from controller.commands.why import ControllerAccess
@@ -52,25 +52,17 @@ class DecisionFlags:
     """kube-controller-manager's HPA flags as ``_live_flags`` parsed them: the knobs every
     decision takes, read once at a command's entry."""
 
-    sync_period: timedelta
-    tolerance: float
-    downscale_stabilization: timedelta
-    cpu_initialization_period: timedelta
-    initial_readiness_delay: timedelta
+    horizontal_pod_autoscaler_sync_period: timedelta
+    horizontal_pod_autoscaler_tolerance: float
+    horizontal_pod_autoscaler_downscale_stabilization: timedelta
+    horizontal_pod_autoscaler_cpu_initialization_period: timedelta
+    horizontal_pod_autoscaler_initial_readiness_delay: timedelta
     feature_gates: dict[str, bool]
     emulated_version: str | None
 
     @classmethod
     def of(cls, a: argparse.Namespace) -> DecisionFlags:
-        return cls(
-            sync_period=a.horizontal_pod_autoscaler_sync_period,
-            tolerance=a.horizontal_pod_autoscaler_tolerance,
-            downscale_stabilization=a.horizontal_pod_autoscaler_downscale_stabilization,
-            cpu_initialization_period=a.horizontal_pod_autoscaler_cpu_initialization_period,
-            initial_readiness_delay=a.horizontal_pod_autoscaler_initial_readiness_delay,
-            feature_gates=a.feature_gates,
-            emulated_version=a.emulated_version,
-        )
+        return from_flags(cls, a)
 
     def settings(self, server_version: str | None = None) -> Settings:
         """Deciding as --emulated-version, else as the API server's release
@@ -81,10 +73,10 @@ class DecisionFlags:
         if warning:
             print(f"warning: {warning}", file=sys.stderr)
         return Settings(
-            tolerance=self.tolerance,
-            cpu_initialization_period=self.cpu_initialization_period,
-            initial_readiness_delay=self.initial_readiness_delay,
-            downscale_stabilization_window=self.downscale_stabilization,
+            tolerance=self.horizontal_pod_autoscaler_tolerance,
+            cpu_initialization_period=self.horizontal_pod_autoscaler_cpu_initialization_period,
+            initial_readiness_delay=self.horizontal_pod_autoscaler_initial_readiness_delay,
+            downscale_stabilization_window=self.horizontal_pod_autoscaler_downscale_stabilization,
             feature_gates=resolve(rel, self.feature_gates),
             release=rel,
         )

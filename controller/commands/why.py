@@ -26,7 +26,7 @@ import yaml
 
 from controller.endpoint_client import EndpointError, credentials, get_json
 from shared import exitcodes
-from shared.cliflags import add_kubectl_flags, deprecated_alias, http_url
+from shared.cliflags import add_kubectl_flags, deprecated_alias, from_flags, http_url
 from shared.tls import client_context
 
 PORT_NAME = "metrics"  # the chart's name for the controller's HTTPS port
@@ -40,24 +40,16 @@ class ControllerAccess:
 
     kubeconfig: str | None
     controller_url: str | None
-    ca_file: str | None
-    insecure: bool
-    lease_namespace: str
+    controller_ca_file: str | None
+    insecure_skip_tls_verify: bool
+    controller_namespace: str  # the Lease's
     lease_name: str
     via: str
 
     @classmethod
     def of(cls, a: argparse.Namespace) -> ControllerAccess:
-        """From the flags of ``add_leader_flags`` and the endpoint flags, once, at a command's entry."""
-        return cls(
-            kubeconfig=a.kubeconfig,
-            controller_url=a.controller_url,
-            ca_file=a.controller_ca_file,
-            insecure=a.insecure_skip_tls_verify,
-            lease_namespace=a.controller_namespace,
-            lease_name=a.lease_name,
-            via=a.via,
-        )
+        """From the flags of ``add_leader_flags`` and the endpoint flags."""
+        return from_flags(cls, a)
 
 
 @dataclass(frozen=True)
@@ -163,11 +155,11 @@ def ask_controller(access: ControllerAccess, path: str) -> tuple[Any, str]:
         doc = get_json(
             access.controller_url.rstrip("/") + path,
             kubeconfig=access.kubeconfig,
-            ca_file=access.ca_file,
-            insecure=access.insecure,
+            ca_file=access.controller_ca_file,
+            insecure=access.insecure_skip_tls_verify,
         )
         return doc, access.controller_url
-    leader = find_leader(access.kubeconfig, access.lease_namespace, access.lease_name)
+    leader = find_leader(access.kubeconfig, access.controller_namespace, access.lease_name)
     return ask_leader(leader, path, access), f"leader {leader.namespace}/{leader.pod}"
 
 
@@ -215,8 +207,12 @@ def ask_leader(leader: Leader, path: str, access: ControllerAccess) -> Any:
     if access.via == "pod-ip":
         if not leader.ip:
             raise EndpointError(f"the leader's pod {leader.namespace}/{leader.pod} has no IP yet")
-        return get_json(f"https://{leader.ip}:{leader.port}{path}", kubeconfig=access.kubeconfig,
-                        ca_file=access.ca_file, insecure=access.insecure)  # fmt: skip
+        return get_json(
+            f"https://{leader.ip}:{leader.port}{path}",
+            kubeconfig=access.kubeconfig,
+            ca_file=access.controller_ca_file,
+            insecure=access.insecure_skip_tls_verify,
+        )
     return _through_port_forward(leader, path, access)
 
 
@@ -226,8 +222,8 @@ def _through_port_forward(leader: Leader, path: str, access: ControllerAccess) -
     from shared.kube.errors import KubeError
     from shared.kube.portforward import port_forward
 
-    ctx = client_context(access.ca_file)
-    if access.insecure:
+    ctx = client_context(access.controller_ca_file)
+    if access.insecure_skip_tls_verify:
         ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
     headers = credentials(access.kubeconfig, ctx)
     where = f"{leader.namespace}/{leader.pod}"

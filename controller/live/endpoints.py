@@ -18,30 +18,30 @@ starts stopping.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 import structlog
 from aiohttp import web
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client import CollectorRegistry
 
 from controller.engine.decision import history_to_wire
 from shared.kube.delegated import DelegatedAuth, User, certificate_user, non_resource
-from shared.kube.errors import KubeError
 from shared.kube.informer import Informer
+from shared.kube.secureport import (
+    PROBE_PATHS,
+    Gate,
+    add_metrics_route,
+    add_probe_routes,
+    bearer_token,
+    peer_ssl,
+    status_response,
+)
 
 from .reconciler import Reconciler
 
 log = structlog.get_logger("controller")
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-OPEN_PATHS = ("/healthz", "/readyz", "/livez")
-
-
-def _status(code: int, reason: str, message: str) -> web.Response:
-    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
-    return web.json_response({**body, "message": message, "reason": reason, "code": code}, status=code)
+OPEN_PATHS = tuple(sorted(PROBE_PATHS))
 
 
 @dataclass
@@ -73,41 +73,21 @@ class Readiness:
         return None
 
 
-def guard(auth: DelegatedAuth | None, always_allow: Iterable[str]) -> Callable[..., Awaitable[Any]]:
-    """Middleware: delegated authentication and authorization on every path but the open
-    ones (``auth`` None: --insecure-skip-auth, loopback only)."""
-    allowed = frozenset(always_allow)
+def gate(auth: DelegatedAuth, always_allow: Iterable[str]) -> Gate:
+    """kube-controller-manager's secure port: a bearer token (TokenReview) or a client
+    certificate of the cluster's client CA, then ``get`` on the path as a non-resource URL."""
 
-    @web.middleware
-    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if auth is None or request.path in allowed:
-            return await handler(request)
-        try:
-            user = await _authenticate(auth, request)
-            if user is None:
-                log.info("unauthenticated request", path=request.path, peer=request.remote)
-                return _status(401, "Unauthorized", "Unauthorized")
-            ok, reason = await auth.authorize(user, non_resource(request.path))
-        except KubeError as e:
-            log.warning("delegated auth failed", error=str(e))
-            return _status(503, "ServiceUnavailable", f"delegated auth unavailable: {e}")
-        if not ok:
-            log.info("forbidden", path=request.path, user=user.name, reason=reason)
-            message = f'forbidden: User "{user.name}" cannot get path "{request.path}"' + (
-                f": {reason}" if reason else ""
-            )
-            return _status(403, "Forbidden", message)
-        return await handler(request)
+    async def authenticate(request: web.Request) -> User | None:
+        token = bearer_token(request)
+        return await auth.token(token) if token is not None else certificate_user(peer_ssl(request))
 
-    return check
+    async def authorize(request: web.Request, user: User) -> tuple[bool, str]:
+        return await auth.authorize(user, non_resource(request.path))
 
+    def forbidden(request: web.Request, user: User) -> str:
+        return f'forbidden: User "{user.name}" cannot get path "{request.path}"'
 
-async def _authenticate(auth: DelegatedAuth, request: web.Request) -> User | None:
-    header = request.headers.get("Authorization", "")
-    if header.lower().startswith("bearer "):
-        return await auth.token(header[7:].strip())
-    transport = request.transport
-    return certificate_user(transport.get_extra_info("ssl_object") if transport else None)
+    return Gate(authenticate, authorize, forbidden, open_paths=frozenset(always_allow))
 
 
 def endpoints_app(
@@ -120,17 +100,8 @@ def endpoints_app(
     auth: DelegatedAuth | None,
     always_allow: Iterable[str] = OPEN_PATHS,
 ) -> web.Application:
-    app = web.Application(middlewares=[guard(auth, always_allow)])
-
-    async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def readyz(_: web.Request) -> web.Response:
-        reason = readiness.reason()
-        return web.Response(status=503 if reason else 200, text=reason or "ok")
-
-    async def prom(_: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(metrics), headers={"Content-Type": CONTENT_TYPE_LATEST})
+    # auth None: --insecure-skip-auth, loopback only
+    app = web.Application(middlewares=[gate(auth, always_allow).middleware()] if auth is not None else [])
 
     async def memory(request: web.Request) -> web.Response:
         """What this controller remembers of one HPA (recommendations, scale events): the
@@ -172,10 +143,10 @@ def endpoints_app(
         ns, name = request.match_info["namespace"], request.match_info["name"]
         last = request.query.get("last", "")
         if last and not (last.isdigit() and int(last) > 0):
-            return _status(400, "BadRequest", f"last must be a positive integer, not {last!r}")
+            return status_response(400, "BadRequest", f"last must be a positive integer, not {last!r}")
         body = reconciler.why.to_wire((ns, name), int(last) if last else None)
         if body is None:
-            return _status(404, "NotFound", f"{ns}/{name} has not been reconciled by this controller")
+            return status_response(404, "NotFound", f"{ns}/{name} has not been reconciled by this controller")
         return web.json_response({**body, "dryRun": dry_run, "syncPeriodSeconds": sync_period})
 
     async def writers(_: web.Request) -> web.Response:
@@ -193,10 +164,8 @@ def endpoints_app(
         ]
         return web.json_response({"items": items})
 
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/livez", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", prom)
+    add_probe_routes(app, alive=lambda: None, ready=readiness.reason)
+    add_metrics_route(app, metrics)
     app.router.add_get("/debug/shadow", shadow)
     app.router.add_get("/debug/shadow/{namespace}/{name}", shadow)
     app.router.add_get("/debug/history/{namespace}/{name}", memory)

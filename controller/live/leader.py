@@ -40,6 +40,10 @@ class LeaderElection:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
 
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
     def __post_init__(self) -> None:
         if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
             raise ValueError(
@@ -68,37 +72,17 @@ class LeaderElector:
     clock: Callable[[], float] = leader_clock
     _renewed_at: float | None = None
 
-    @property
-    def namespace(self) -> str:
-        return self.lease.namespace
-
-    @property
-    def name(self) -> str:
-        return self.lease.name
-
-    @property
-    def lease_duration(self) -> int:
-        return self.lease.lease_duration
-
-    @property
-    def renew_deadline(self) -> float:
-        return self.lease.renew_deadline
-
-    @property
-    def retry_period(self) -> float:
-        return self.lease.retry_period
-
     def _path(self) -> str:
-        return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases/{self.name}"
+        return f"/apis/coordination.k8s.io/v1/namespaces/{self.lease.namespace}/leases/{self.lease.name}"
 
     def is_leader(self) -> bool:
-        return self._renewed_at is not None and self.clock() - self._renewed_at < self.renew_deadline
+        return self._renewed_at is not None and self.clock() - self._renewed_at < self.lease.renew_deadline
 
     def guard(self) -> None:
         if not self.is_leader():
             raise NotLeader(
-                f"not the leader of {self.namespace}/{self.name}: no renewal within "
-                f"{self.renew_deadline:g}s, so another replica may hold the Lease"
+                f"not the leader of {self.lease.key}: no renewal within "
+                f"{self.lease.renew_deadline:g}s, so another replica may hold the Lease"
             )
 
     async def try_acquire(self) -> bool:
@@ -111,7 +95,7 @@ class LeaderElector:
                 raise
             log.error(
                 "not allowed to manage the leader-election Lease; grant get, create and update on leases",
-                lease=f"{self.namespace}/{self.name}",
+                lease=self.lease.key,
                 error=str(e),
             )
             return False
@@ -123,26 +107,26 @@ class LeaderElector:
         """Try every retry period until the Lease is ours (True) or ``stop`` is set (False)."""
         while not await self.try_acquire():
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.retry_period):  # cancellable, unlike 3.11's wait_for
+                async with asyncio.timeout(self.lease.retry_period):  # cancellable, unlike 3.11's wait_for
                     await stop.wait()
             if stop.is_set():
                 return False
-        log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+        log.info("became leader", lease=self.lease.key, identity=self.identity)
         return True
 
     async def keep_renewing(self) -> None:
         """Renew every retry period; a leader whose last renewal is ``renew_deadline`` old
         exits the process at once (a fresh one stands by), as client-go's OnStoppedLeading."""
         while True:
-            await asyncio.sleep(self.retry_period if self.is_leader() else 0)
+            await asyncio.sleep(self.lease.retry_period if self.is_leader() else 0)
             if self.is_leader():
                 with contextlib.suppress(KubeError):
                     await self.try_acquire()
             if not self.is_leader():  # judged by the time since the last renewal, not by retries
                 log.error(
                     "lost leadership; exiting so a fresh process can stand by",
-                    lease=f"{self.namespace}/{self.name}",
-                    renew_deadline=self.renew_deadline,
+                    lease=self.lease.key,
+                    renew_deadline=self.lease.renew_deadline,
                 )
                 os._exit(1)
 
@@ -157,14 +141,14 @@ class LeaderElector:
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         spec = {**held, "holderIdentity": None, "leaseDurationSeconds": 1, "renewTime": stamp}
         await self.kube.put(self._path(), {**lease, "spec": spec})
-        log.info("released the Lease", lease=f"{self.namespace}/{self.name}")
+        log.info("released the Lease", lease=self.lease.key)
 
     async def _try_acquire(self) -> bool:
         now = datetime.now(UTC)
         stamp = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         spec = {
             "holderIdentity": self.identity,
-            "leaseDurationSeconds": self.lease_duration,
+            "leaseDurationSeconds": self.lease.lease_duration,
             "renewTime": stamp,
         }
         try:
@@ -175,11 +159,13 @@ class LeaderElector:
             body = {
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
-                "metadata": {"name": self.name, "namespace": self.namespace},
+                "metadata": {"name": self.lease.name, "namespace": self.lease.namespace},
                 "spec": {**spec, "acquireTime": stamp, "leaseTransitions": 0},
             }
             try:
-                await self.kube.post(f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases", body)
+                await self.kube.post(
+                    f"/apis/coordination.k8s.io/v1/namespaces/{self.lease.namespace}/leases", body
+                )
                 return True
             except KubeError as e:
                 if isinstance(e, Unauthorized | Forbidden):

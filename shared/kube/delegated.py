@@ -9,8 +9,9 @@ kube-apiserver reads them. Authorization: a ``SubjectAccessReview`` for the requ
 attributes. Answers are reused for ``cache_ttl`` seconds, keyed by a hash of the token or
 the review (never the token itself).
 
-The adapter adds the front proxy's headers on top (``adapter.serving.auth``); the controller's
-endpoints use this as it is (``controller.live.endpoints``).
+Both processes' secure ports put it behind one gate (``secureport``); the adapter adds the
+front proxy's headers on top (``adapter.serving.auth``), the controller uses it as it is
+(``controller.live.endpoints``).
 """
 
 from __future__ import annotations

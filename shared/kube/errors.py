@@ -11,6 +11,24 @@ import json
 from typing import Any
 
 
+def status_body(
+    code: int, reason: str, message: str, details: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A failure as the API server writes it: the ``Status`` a client turns back into an error."""
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details:
+        body["details"] = details
+    return body
+
+
 class KubeError(Exception):
     """A Kubernetes API call failed; ``status`` is the HTTP code (0: no answer)."""
 

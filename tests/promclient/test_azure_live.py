@@ -23,8 +23,8 @@ from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import adapter_says
 from tests.support import answer
-from tests.support import failed_read
-from tests.support import read_for
+from tests.support import serving
+from tests.support import soak
 from tests.support import start_adapter
 from tests.support import stop_adapter
 from tests.support import wait_until
@@ -81,21 +81,12 @@ def _adapter(tmp_path: Path, url: str, *flags: str) -> AdapterProcess:
     )  # fmt: skip
 
 
-def _read(adapter: AdapterProcess) -> tuple[int, str]:
-    return answer(adapter, PATH)
-
-
-def _serves(adapter: AdapterProcess) -> tuple[int, str]:
-    wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
-    return _read(adapter)
-
-
 def test_a_workload_identity_token_authorizes_the_adapters_queries(
     amw: TokenCheckingProxy, entra: Entra, tokens: Tokens, tmp_path: Path
 ) -> None:
     adapter = _adapter(tmp_path, amw.url)
     try:
-        code, body = _serves(adapter)
+        code, body = serving(adapter, PATH)
     finally:
         stop_adapter(adapter)
     assert code == 200, body
@@ -127,7 +118,7 @@ def test_the_clouds_audience_is_asked_for(
 ) -> None:
     adapter = _adapter(tmp_path, amw.url, "--prometheus-azure-cloud=AzureUSGovernment")
     try:
-        code, body = _serves(adapter)
+        code, body = serving(adapter, PATH)
     finally:
         stop_adapter(adapter)
     assert code == 200, body
@@ -141,10 +132,10 @@ def test_a_revoked_token_is_replaced_without_a_failed_read(
     azure-identity's cache of it) and ask Entra again."""
     adapter = _adapter(tmp_path, amw.url)
     try:
-        _serves(adapter)
+        serving(adapter, PATH)
         exchanged = entra.exchanges
         tokens.revoke_all()
-        code, body = _read(adapter)
+        code, body = answer(adapter, PATH)
     finally:
         stop_adapter(adapter)
     assert code == 200, body
@@ -160,10 +151,7 @@ def test_short_lived_tokens_refresh_with_no_failed_read(
     tokens.lifetime = 9
     adapter = _adapter(tmp_path, amw.url)
     try:
-        _serves(adapter)
-        exchanged = entra.exchanges
-        reader = read_for(lambda: failed_read(adapter, PATH), SOAK)
-        refreshed = entra.exchanges - exchanged
+        reader, refreshed = soak(adapter, PATH, SOAK, lambda: entra.exchanges)
     finally:
         stop_adapter(adapter)
     assert reader.failures == [], reader.report
@@ -182,7 +170,7 @@ def test_a_user_assigned_managed_identity_gets_tokens_from_imds(
     try:
         adapter = _adapter(tmp_path, amw.url, "--prometheus-azure-client-id=id-b")
         try:
-            code, body = _serves(adapter)
+            code, body = serving(adapter, PATH)
         finally:
             stop_adapter(adapter)
     finally:

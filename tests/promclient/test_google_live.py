@@ -20,8 +20,8 @@ from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import adapter_says
 from tests.support import answer
-from tests.support import failed_read
-from tests.support import read_for
+from tests.support import serving
+from tests.support import soak
 from tests.support import start_adapter
 from tests.support import stop_adapter
 from tests.support import wait_until
@@ -61,17 +61,12 @@ def _adapter(tmp_path: Path, url: str) -> AdapterProcess:
     )  # fmt: skip
 
 
-def _read(adapter: AdapterProcess) -> tuple[int, str]:
-    return answer(adapter, PATH)
-
-
 def test_a_workload_identity_token_authorizes_the_adapters_queries(
     gmp: TokenCheckingProxy, metadata: MetadataServer, tmp_path: Path
 ) -> None:
     adapter = _adapter(tmp_path, gmp.url)
     try:
-        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
-        code, body = _read(adapter)
+        code, body = serving(adapter, PATH)
     finally:
         stop_adapter(adapter)
     assert code == 200, body
@@ -105,9 +100,9 @@ def test_a_revoked_token_is_replaced_without_a_failed_read(
     a new one and ask again."""
     adapter = _adapter(tmp_path, gmp.url)
     try:
-        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
+        serving(adapter, PATH)
         metadata.revoke_all()
-        code, body = _read(adapter)
+        code, body = answer(adapter, PATH)
     finally:
         stop_adapter(adapter)
     assert code == 200, body
@@ -122,10 +117,7 @@ def test_short_lived_tokens_refresh_with_no_failed_read(
     metadata.lifetime = 9
     adapter = _adapter(tmp_path, gmp.url)
     try:
-        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
-        issued = len(metadata.tokens)
-        reader = read_for(lambda: failed_read(adapter, PATH), SOAK)
-        refreshed = len(metadata.tokens) - issued
+        reader, refreshed = soak(adapter, PATH, SOAK, lambda: len(metadata.tokens))
     finally:
         stop_adapter(adapter)
     assert reader.failures == [], reader.report
@@ -143,7 +135,7 @@ def test_a_service_account_key_file_is_exchanged_for_tokens(
     monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
     adapter = _adapter(tmp_path, gmp.url)
     try:
-        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
+        serving(adapter, PATH)
     finally:
         stop_adapter(adapter)
     assert metadata.assertions >= 1

@@ -22,6 +22,7 @@ from tests.support import answer
 from tests.support import failed_read
 from tests.support import hydra_binary
 from tests.support import read_for
+from tests.support import serving
 from tests.support import start_adapter
 from tests.support import stop_adapter
 from tests.support import wait_until
@@ -63,17 +64,12 @@ def _adapter(tmp_path: Path, hydra: Hydra, url: str, secret: str) -> AdapterProc
     )  # fmt: skip
 
 
-def _read(adapter: AdapterProcess) -> tuple[int, str]:
-    return answer(adapter, PATH)
-
-
 def test_a_client_credentials_token_from_hydra_authorizes_the_queries(
     gateway: IntrospectingProxy, hydra: Hydra, tmp_path: Path, insecure_token_url: None
 ) -> None:
     adapter = _adapter(tmp_path, hydra, gateway.url, hydra.secret)
     try:
-        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
-        code, body = _read(adapter)
+        code, body = serving(adapter, PATH)
     finally:
         stop_adapter(adapter)
     assert code == 200, body
@@ -104,9 +100,9 @@ def test_revoked_tokens_are_replaced_without_a_failed_read(
 ) -> None:
     adapter = _adapter(tmp_path, hydra, gateway.url, hydra.secret)
     try:
-        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
+        serving(adapter, PATH)
         hydra.revoke_all()
-        code, body = _read(adapter)
+        code, body = answer(adapter, PATH)
     finally:
         stop_adapter(adapter)
     assert code == 200, body
@@ -120,7 +116,7 @@ def test_short_lived_tokens_refresh_with_no_failed_read(
     """Hydra's tokens last 9 s; a read every 250 ms for 30 s (``PROMHPA_OAUTH2_SOAK_SECONDS``)."""
     adapter = _adapter(tmp_path, hydra, gateway.url, hydra.secret)
     try:
-        wait_until(lambda: _read(adapter)[0] == 200, timeout=30, what="the adapter serving the probe")
+        serving(adapter, PATH)
         refused = len(gateway.refused)
         reader = read_for(lambda: failed_read(adapter, PATH), SOAK)
     finally:

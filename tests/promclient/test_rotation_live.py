@@ -11,6 +11,7 @@ test also checks that every connection to Prometheus after the rotation was open
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -137,10 +138,21 @@ def _serves(adapter: AdapterProcess) -> bool:
     return failed_read(adapter, READ, b'"value":"7"') is None
 
 
-def _reading(adapter: AdapterProcess) -> Reader:
+@contextlib.contextmanager
+def _reading(adapter: AdapterProcess) -> Iterator[Reader]:
+    """A client reading the adapter all along the block; not one read may fail."""
     reader = Reader(lambda: failed_read(adapter, READ, b'"value":"7"'))
     wait_until(lambda: reader.reads >= 4, timeout=10, what="the reader's first reads")
-    return reader
+    try:
+        yield reader
+    finally:
+        reader.stop()
+    assert reader.failures == [], reader.report
+
+
+def _all_new(before: set[int], after: set[int], what: str) -> None:
+    assert after, "no connection to Prometheus after the rotation"
+    assert not after & before, f"connections {what} are still in use"
 
 
 def _client_files(client: Secret, **changed: bytes) -> dict[str, bytes]:
@@ -155,8 +167,7 @@ def test_a_rotated_client_certificate_is_used_without_a_failed_read(
     pki = server.pki
     server_cert = ((pki.d / "prometheus-1.crt").read_bytes(), (pki.d / "prometheus-1.key").read_bytes())
     old_ca, new_ca = (pki.d / "client-ca-1.crt").read_bytes(), pki.ca("client-ca-2")
-    reader = _reading(adapter)
-    try:
+    with _reading(adapter):
         before = server.connections()
         assert before, "the adapter keeps no connection to Prometheus"
         server.serve(server_cert, old_ca + new_ca, "first")  # the new CA is published first
@@ -166,11 +177,7 @@ def test_a_rotated_client_certificate_is_used_without_a_failed_read(
         server.serve(server_cert, new_ca, "first")  # the old CA is withdrawn
         time.sleep(3)
         after = server.connections()
-    finally:
-        reader.stop()
-    assert reader.failures == [], reader.report
-    assert after, "no connection to Prometheus after the rotation"
-    assert not after & before, "connections made with the old certificate are still in use"
+    _all_new(before, after, "made with the old certificate")
 
 
 def test_a_rotated_ca_bundle_verifies_the_new_server_certificate_without_a_failed_read(
@@ -180,8 +187,7 @@ def test_a_rotated_ca_bundle_verifies_the_new_server_certificate_without_a_faile
     pki = server.pki
     old_ca, new_ca = (pki.d / "server-ca-1.crt").read_bytes(), pki.ca("server-ca-2")
     client_ca = (pki.d / "client-ca-1.crt").read_bytes()
-    reader = _reading(adapter)
-    try:
+    with _reading(adapter):
         before = server.connections()
         client.write(_client_files(client, ca_crt=old_ca + new_ca))  # trust both, as trust-manager does
         time.sleep(3)
@@ -189,11 +195,7 @@ def test_a_rotated_ca_bundle_verifies_the_new_server_certificate_without_a_faile
         client.write(_client_files(client, ca_crt=new_ca))  # then the old CA goes
         time.sleep(3)
         after = server.connections()
-    finally:
-        reader.stop()
-    assert reader.failures == [], reader.report
-    assert after, "no connection to Prometheus after the rotation"
-    assert not after & before, "connections verified with the old CA are still in use"
+    _all_new(before, after, "verified with the old CA")
 
 
 def test_a_rotated_password_is_sent_without_a_failed_read(
@@ -202,18 +204,14 @@ def test_a_rotated_password_is_sent_without_a_failed_read(
     server, client, adapter = rotating
     pki = server.pki
     cert = ((pki.d / "prometheus-1.crt").read_bytes(), (pki.d / "prometheus-1.key").read_bytes())
-    reader = _reading(adapter)
-    try:
+    with _reading(adapter) as reader:
         # one Secret update seen by both sides: the adapter's file, then the server's users
         client.write(_client_files(client, password=b"second\n"))
         server.serve(cert, (pki.d / "client-ca-1.crt").read_bytes(), "second")
         time.sleep(4)
         reads_after = reader.reads
         time.sleep(1)
-    finally:
-        reader.stop()
     assert reader.reads > reads_after  # still reading after the switch
-    assert reader.failures == [], reader.report
 
 
 def test_a_broken_rotation_keeps_the_last_good_files(
@@ -222,13 +220,9 @@ def test_a_broken_rotation_keeps_the_last_good_files(
     """A certificate written without its key (or a half-written one) does not load: the
     adapter goes on with the files it had and says which backend and why."""
     server, client, adapter = rotating
-    reader = _reading(adapter)
-    try:
+    with _reading(adapter):
         client.write(_client_files(client, tls_key=b"-----BEGIN RSA PRIVATE KEY-----\nbroken\n"))
         time.sleep(3)
-    finally:
-        reader.stop()
-    assert reader.failures == [], reader.report
     log = adapter.log.read_text()
     assert "TLS files changed but do not load; keeping the last ones" in log
     with urllib.request.urlopen(f"http://127.0.0.1:{adapter.health_port}/readyz", timeout=5) as r:

@@ -67,10 +67,13 @@ def test_a_pause_longer_than_the_renew_deadline_ends_leadership_without_any_fail
         e.guard()
 
 
+ORDER = "lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period"
+
+
 def test_lease_duration_must_exceed_renew_deadline_which_must_exceed_retry() -> None:
-    with pytest.raises(ValueError, match="lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period"):
+    with pytest.raises(ValueError, match=ORDER):
         elector(Clock(), lease_duration=10, renew_deadline=10, retry_period=2)
-    with pytest.raises(ValueError, match="lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period"):
+    with pytest.raises(ValueError, match=ORDER):
         elector(Clock(), lease_duration=15, renew_deadline=2, retry_period=2)
 
 
