@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from .tools import Binaries
 
@@ -30,16 +30,12 @@ class ClusterHost(Protocol):
     @property
     def server(self) -> str: ...
 
-    def apply(self, items: list[dict[str, Any]], kubeconfig: Path | None = None) -> None: ...
+    # kubectl against the cluster (``Cluster.kubectl``, ``Cluster.apply``: their keywords)
+    @property
+    def apply(self) -> Callable[..., None]: ...
 
-    def kubectl(
-        self,
-        *args: str,
-        input: str | None = None,
-        check: bool = True,
-        timeout: float = 60,
-        kubeconfig: Path | None = None,
-    ) -> subprocess.CompletedProcess[str]: ...
+    @property
+    def kubectl(self) -> Callable[..., subprocess.CompletedProcess[str]]: ...
 
     def start_process(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None: ...
 
