@@ -29,6 +29,15 @@ def duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def shown(d: timedelta) -> str:
+    """A default duration as a help text writes it, in its largest whole unit: 1h, 5m, 90s."""
+    seconds = d.total_seconds()
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
 def http_url(text: str) -> str:
     """An http(s) URL with a host, checked when the flag is read (a usage error, exit 2)."""
     if not is_http_url(text):

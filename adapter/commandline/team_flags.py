@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from adapter.metricrules.query_cost import CostLimits
 from adapter.metricrules.query_size import CEILING, SizeLimits
-from shared.cliflags import duration, positive
+from shared.cliflags import duration, positive, shown
 
 
 def team_limit_flags(team: argparse._ArgumentGroup) -> None:
@@ -42,21 +42,23 @@ def team_limit_flags(team: argparse._ArgumentGroup) -> None:
         type=duration,
         metavar="DURATION",
         default=cost.max_range,
-        help="the longest window ([...], or a subquery's range) a MetricRule's query may use (default 1h)",
+        help="the longest window ([...], or a subquery's range) a MetricRule's query may use "
+        f"(default {shown(cost.max_range)})",
     )
     team.add_argument(
         "--team-rule-max-lookback",
         type=duration,
         metavar="DURATION",
         default=cost.max_lookback,
-        help="how far before now a MetricRule's query may read: windows, offsets and @ together (default 6h)",
+        help="how far before now a MetricRule's query may read: windows, offsets and @ together "
+        f"(default {shown(cost.max_lookback)})",
     )
     team.add_argument(
         "--team-rule-min-subquery-step",
         type=duration,
         metavar="DURATION",
         default=cost.min_subquery_step,
-        help="the smallest step a MetricRule's subquery may give (default 15s)",
+        help=f"the smallest step a MetricRule's subquery may give (default {shown(cost.min_subquery_step)})",
     )
     team.add_argument(
         "--team-rule-max-series",
