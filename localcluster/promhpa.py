@@ -152,6 +152,11 @@ def register_and_start_adapter(
     manifests = adapter_manifests(
         "promhpa", "promhpa-adapter", port, cert.read_bytes(), resource_metrics=True
     )
+    # a fresh registration: an APIService left by an adapter stopped moments ago can still
+    # say Available (the aggregator has not checked it since), and flip to unavailable just
+    # after this one is judged ready -- its first request then got a 503
+    apis = [m["metadata"]["name"] for m in manifests if m["kind"] == "APIService"]
+    cluster.kubectl("delete", "apiservice", "--ignore-not-found", "--wait=true", *apis, timeout=120)
     cluster.apply(manifests)
     kubeconfig = service_account_kubeconfig(
         cluster, "promhpa", "promhpa-adapter", work / "adapter.kubeconfig"
@@ -180,8 +185,14 @@ def register_and_start_adapter(
             for s in mine
         )
 
+    def answered() -> bool:  # through the aggregator, each registered group version
+        return all(
+            cluster.kubectl("get", "--raw", f"/apis/{g}/{v}", check=False).returncode == 0
+            for v, _, g in (name.partition(".") for name in apis)
+        )
+
     try:
-        wait_until(available, timeout=60, what="APIServices Available")
+        wait_until(lambda: available() and answered(), timeout=60, what="APIServices Available")
     except AssertionError:
         stop_adapter(a)
         raise

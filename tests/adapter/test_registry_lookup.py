@@ -66,7 +66,12 @@ def test_a_lookup_that_waited_for_a_relist_takes_its_failure_instead_of_asking_a
         hung.proc.send_signal(signal.SIGSTOP)
         try:
             relist = asyncio.ensure_future(registry.relist())
-            await asyncio.sleep(0.2)  # the relist holds the lock, waiting for the hung backend
+            # until the relist holds the lock (then it is waiting for the hung backend): a
+            # fixed pause was not always enough on a loaded machine, and the lookup then asked
+            # the backend itself while the relist, started later, was answered after SIGCONT
+            while not registry._lock.locked():
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.1)  # its request sent
             start = time.monotonic()
             with pytest.raises(PrometheusTimeout):
                 await registry.external("lookup_not_yet")
