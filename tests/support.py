@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -198,6 +199,29 @@ def thanos_binary() -> str:
 
 
 ALLOW_SKIPS = "PROMHPA_ALLOW_SKIPS"
+
+
+def freeze(pid: int, timeout: float = 10) -> None:
+    """SIGSTOP ``pid`` and wait until every one of its threads has stopped: ``kill`` only
+    queues the signal, and a thread still running on another core may answer one more
+    request (a Go server has many threads), which made "hung" tests race the signal."""
+    os.kill(pid, signal.SIGSTOP)
+
+    def stopped() -> bool:
+        states = []
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                stat = (task / "stat").read_text()
+            except OSError:
+                continue  # a thread that just ended
+            states.append(stat.rsplit(")", 1)[1].split()[0])
+        return bool(states) and all(s in ("T", "t") for s in states)
+
+    deadline = time.monotonic() + timeout
+    while not stopped():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"pid {pid} still has running threads {timeout:g}s after SIGSTOP")
+        time.sleep(0.005)
 
 
 def python_m(*args: str, timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess[str]:

@@ -22,6 +22,7 @@ from tests.support import AdapterProcess
 from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import Recorder
+from tests.support import freeze
 from tests.support import prometheus_binary
 from tests.support import start_adapter
 from tests.support import stop_adapter
@@ -198,7 +199,7 @@ def test_a_hung_backend_answers_504_within_its_own_timeout(
     """team-b's `timeout: 3s`, not --prometheus-timeout's 10s; team A is not held up."""
     proc = second[1].proc
     assert proc is not None
-    proc.send_signal(signal.SIGSTOP)  # accepts connections, never answers: a wedged server
+    freeze(proc.pid)  # accepts connections, never answers: a wedged server
     try:
         start = time.monotonic()
         code, body = value(adapter, "team_b_queue")

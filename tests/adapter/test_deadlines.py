@@ -19,6 +19,7 @@ from tests.support import AdapterProcess
 from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import external_rules
+from tests.support import freeze
 from tests.support import prometheus_binary
 from tests.support import start_adapter
 from tests.support import stop_adapter
@@ -65,7 +66,7 @@ def test_hung_prometheus_gets_a_504_within_the_deadline(
 ) -> None:
     assert adapter.get(PATH)[0] == 200
     assert own_prometheus.proc is not None
-    os.kill(own_prometheus.proc.pid, signal.SIGSTOP)
+    freeze(own_prometheus.proc.pid)
     start = time.monotonic()
     code, body = adapter.get(PATH)
     elapsed = time.monotonic() - start
@@ -81,7 +82,7 @@ def test_adapter_serves_again_once_prometheus_resumes(
     adapter: AdapterProcess, own_prometheus: PrometheusProcess
 ) -> None:
     assert own_prometheus.proc is not None
-    os.kill(own_prometheus.proc.pid, signal.SIGSTOP)
+    freeze(own_prometheus.proc.pid)
     assert adapter.get(PATH)[0] == 504
     os.kill(own_prometheus.proc.pid, signal.SIGCONT)
     code, body = adapter.get(PATH)

@@ -23,6 +23,7 @@ from promclient.promsettings import PrometheusSettings
 from rules.config import parse_config
 from tests.support import Exporter
 from tests.support import PrometheusProcess
+from tests.support import freeze
 from tests.support import prometheus_binary
 from tests.support import wait_until
 
@@ -63,13 +64,14 @@ def test_a_lookup_that_waited_for_a_relist_takes_its_failure_instead_of_asking_a
         await registry.relist()
         assert registry.external_metrics() == ["lookup_indexed"]
         assert hung.proc is not None
-        hung.proc.send_signal(signal.SIGSTOP)
+        freeze(hung.proc.pid)
         try:
             relist = asyncio.ensure_future(registry.relist())
             # until the relist holds the lock (then it is waiting for the hung backend): a
             # fixed pause was not always enough on a loaded machine, and the lookup then asked
             # the backend itself while the relist, started later, was answered after SIGCONT
             while not registry._lock.locked():
+                assert not relist.done(), f"the relist ended before the lookup: {relist.exception()!r}"
                 await asyncio.sleep(0.01)
             await asyncio.sleep(0.1)  # its request sent
             start = time.monotonic()
