@@ -75,7 +75,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             observer = Observer(kube, RESTMapper(kube), hpas, pods, DecisionFlags.of(args).settings(server))
             wanted = args.controller_url or args.from_leader
             history = _live_history(ControllerAccess.of(args), namespace, name) if wanted else None
-            snap = asyncio.run(observer.observe(namespace, name, history)).snapshot
+            snap = asyncio.run(observer.observe(namespace, name, history)).document()
         finally:
             pods.stop()
             hpas.stop()

@@ -4,8 +4,8 @@
 as upstream's kube-controller-manager would make it, computed from plain data: no clock
 (``now`` is in the snapshot), no I/O, no randomness. The modules follow the algorithm:
 
-* ``parse``  -- wire-format snapshot to typed values, with API-server defaulting;
-* ``memo`` -- what a live controller parses once rather than every reconcile;
+* ``parse``  -- wire-format snapshot (or one reconcile's reads) to typed values, with
+  API-server defaulting;
 * ``pods`` -- which pods count (ignored, unready, missing, ready) and their requests;
 * ``metric_queries`` -- the answers of the three metrics APIs, as recorded in the snapshot;
 * ``replica_calculator`` -- the per-target arithmetic, in Go's integer/float semantics;
@@ -15,11 +15,11 @@ as upstream's kube-controller-manager would make it, computed from plain data: n
 * ``reconcile`` -- the control flow that ties them together;
 * ``explain`` -- the human-readable account behind ``decide --explain``.
 
-The live controller assembles a snapshot from the cluster and calls the same ``decide``.
+The live controller types what it read with the same parser (``parse.observed``) and
+calls the same ``decide``.
 """
 
-from .memo import ParseMemo
 from .parse import SnapshotError, parse_snapshot
 from .reconcile import Decision, decide
 
-__all__ = ["Decision", "ParseMemo", "SnapshotError", "decide", "parse_snapshot"]
+__all__ = ["Decision", "SnapshotError", "decide", "parse_snapshot"]

@@ -7,7 +7,6 @@ the status to write, the events to emit and the memory (history) for the next re
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -59,18 +58,13 @@ def event_to_wire(e: ScaleEvent) -> JSON:
     }
 
 
-def history_to_wire(
-    h: History,
-    recommendation: Callable[[Recommendation], JSON] = recommendation_to_wire,
-    event: Callable[[ScaleEvent], JSON] = event_to_wire,
-) -> JSON:
-    """The memory as a document; ``recommendation`` and ``event`` make each entry (the live
-    controller's memo passes ones that reuse the entries of its last document)."""
+def history_to_wire(h: History) -> JSON:
+    """The memory as a document (a snapshot's ``history``, the memory endpoint's answer)."""
     out: JSON = {}
     if h.recommendations is not None:
-        out["recommendations"] = [recommendation(r) for r in h.recommendations]
-    out["scaleUpEvents"] = [event(e) for e in h.scale_up_events]
-    out["scaleDownEvents"] = [event(e) for e in h.scale_down_events]
+        out["recommendations"] = [recommendation_to_wire(r) for r in h.recommendations]
+    out["scaleUpEvents"] = [event_to_wire(e) for e in h.scale_up_events]
+    out["scaleDownEvents"] = [event_to_wire(e) for e in h.scale_down_events]
     if h.fallback is not None:
         out["fallback"] = memory_to_wire(h.fallback)
     return out

@@ -12,7 +12,9 @@ minReplicas 1, the CPU 80% metric when none is given, and behavior's policies/wi
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeVar
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, TypeVar
 
 from shared.jsondoc import json_copy
 
@@ -49,20 +51,10 @@ from .versions import SNAPSHOT_DEFAULT, Release, VersionError, nearest, parse_mi
 T = TypeVar("T")
 
 
-class ParseMemo(Protocol):
-    """What ``parse_snapshot`` asks of a memo (``memo.ParseMemo`` is the one): parses that
-    return the last result for a document that is the same object as last time."""
-
-    def settings(self, r: _Reader) -> Settings: ...
-
-    def pod(self, r: _Reader) -> Pod: ...
-
-    def history(self, key: tuple[str, str] | None, r: _Reader) -> History: ...
-
-
 __all__ = [
     "PodSpecParts",
     "SnapshotError",
+    "observed",
     "parse_pod",
     "parse_pod_spec",
     "parse_snapshot",
@@ -255,30 +247,79 @@ def parse_history(r: _Reader) -> History:
     return History(recs, _events(r, "scaleUpEvents"), _events(r, "scaleDownEvents"), fallback)
 
 
-def parse_snapshot(data: Any, memo: ParseMemo | None = None) -> Snapshot:
-    """Validate and parse one snapshot document (``memo``: a live controller's, which
-    parses what is the same object as last time only once; see ``memo``)."""
+def parse_snapshot(data: Any) -> Snapshot:
+    """Validate and parse one snapshot document: its typed parts here, the API objects it
+    records through ``observed``, the very call the live controller decides on."""
     if not isinstance(data, dict):
         raise SnapshotError("", f"a snapshot must be an object, got {_type_name(data)}")
     root = _Reader(data)
     now = root.time("now")
     if now is None:
         raise SnapshotError("now", "is required (the controller's clock for this reconcile)")
-    hpa_r = root.obj("hpa", required=True)
-    hpa = json_copy(hpa_r.data)  # defaulted below; the caller's object stays as it was
+    root.obj("hpa", required=True)
+    scale_error = root.raw("scaleError")
+    if scale_error is not None and not isinstance(scale_error, str):
+        raise SnapshotError("scaleError", f"must be a string, got {_type_name(scale_error)}")
+    if not root.has("scale") and scale_error is None:
+        raise SnapshotError("scale", "is required (or scaleError, when the GET of the scale failed)")
+    for key in (*METRIC_READS, "pods"):
+        root.items(key)
+    update_error = root.raw("scaleUpdateError")
+    if update_error is not None and not isinstance(update_error, str):
+        raise SnapshotError("scaleUpdateError", f"must be a string, got {_type_name(update_error)}")
+    selecting = root.raw("selectingHPAs") or []
+    if not isinstance(selecting, list) or not all(isinstance(x, str) for x in selecting):
+        raise SnapshotError("selectingHPAs", "must be a list of NAMESPACE/NAME strings")
+    return observed(
+        now,
+        parse_settings(root.obj("controller")),
+        data["hpa"],
+        data.get("scale"),
+        scale_error,
+        tuple(parse_pod(p) for p in root.items("pods")),
+        data,
+        parse_history(root.obj("history")) if "history" in data else History(),
+        tuple(selecting),
+        update_error,
+    )
+
+
+# where a snapshot records the metrics APIs' answers (and the reads that failed)
+METRIC_READS = ("podMetrics", "customMetrics", "externalMetrics", "metricErrors")
+
+
+def observed(
+    now: datetime,
+    settings: Settings,
+    hpa: Any,
+    scale: Any,
+    scale_error: str | None,
+    pods: tuple[Pod, ...],
+    metrics: Mapping[str, Any],
+    history: History,
+    selecting: tuple[str, ...] = (),
+    scale_update_error: str | None = None,
+) -> Snapshot:
+    """One reconcile's view from what it read: the HPA, its scale (None: ``scale_error``
+    says why) and the metrics APIs' answers (``metrics``, keyed as in a snapshot, the lists
+    as the APIs sent them), validated and parsed here under the paths a snapshot file gives
+    them; the flags, the pods and the HPA's memory typed already. The live controller
+    decides on this directly, and ``parse_snapshot`` reads a file into the same call, so a
+    saved snapshot replays exactly what was decided."""
+    hpa_r = _Reader({"hpa": hpa}).obj("hpa", required=True)
+    hpa_doc = json_copy(hpa_r.data)  # defaulted below; the caller's object stays as it was
     spec_r = hpa_r.obj("spec")
     hpa_r.obj("metadata")
-    status_r = hpa_r.obj("status")
-    status_r.items("conditions")
-    metrics = tuple(parse_metric_spec(m) for m in spec_r.items("metrics"))
-    spec = hpa.setdefault("spec", {})
-    if not metrics:  # SetDefaults_HorizontalPodAutoscaler: CPU at 80% utilization
+    hpa_r.obj("status").items("conditions")
+    specs = tuple(parse_metric_spec(m) for m in spec_r.items("metrics"))
+    spec = hpa_doc.setdefault("spec", {})
+    if not specs:  # SetDefaults_HorizontalPodAutoscaler: CPU at 80% utilization
         default_metric = {
             "type": "Resource",
             "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
         }
         spec["metrics"] = [default_metric]
-        metrics = (parse_metric_spec(_Reader(default_metric, "spec.metrics[0]")),)
+        specs = (parse_metric_spec(_Reader(default_metric, "spec.metrics[0]")),)
     min_replicas = spec_r.integer("minReplicas", 1)
     spec["minReplicas"] = min_replicas
     max_replicas = spec_r.integer("maxReplicas")
@@ -292,34 +333,17 @@ def parse_snapshot(data: Any, memo: ParseMemo | None = None) -> Snapshot:
             "scaleUp": _wire_rules(behavior.scale_up, b.raw("scaleUp")),
             "scaleDown": _wire_rules(behavior.scale_down, b.raw("scaleDown")),
         }
-    scale = None
-    scale_error = root.raw("scaleError")
-    if scale_error is not None and not isinstance(scale_error, str):
-        raise SnapshotError("scaleError", f"must be a string, got {_type_name(scale_error)}")
-    if root.has("scale"):
-        s = root.obj("scale")
-        spec_replicas = s.obj("spec").integer("replicas", 0)
-        scale = Scale(
-            spec_replicas or 0,
+    got = None
+    if scale is not None:
+        s = _Reader({"scale": scale}).obj("scale")
+        got = Scale(
+            s.obj("spec").integer("replicas", 0) or 0,
             s.obj("status").integer("replicas", 0) or 0,
             s.obj("status").string("selector"),
         )
-    elif scale_error is None:
-        raise SnapshotError("scale", "is required (or scaleError, when the GET of the scale failed)")
-    for key in ("podMetrics", "customMetrics", "externalMetrics", "metricErrors", "pods"):
-        root.items(key)
-    errors = tuple(
-        MetricError(e.string("source"), e.string("name"), e.string("message"))
-        for e in root.items("metricErrors")
-    )
-    update_error = root.raw("scaleUpdateError")
-    if update_error is not None and not isinstance(update_error, str):
-        raise SnapshotError("scaleUpdateError", f"must be a string, got {_type_name(update_error)}")
-    selecting = root.raw("selectingHPAs") or []
-    if not isinstance(selecting, list) or not all(isinstance(x, str) for x in selecting):
-        raise SnapshotError("selectingHPAs", "must be a list of NAMESPACE/NAME strings")
+    reads = _Reader(metrics)
     fallback, fallback_error = None, ""
-    annotations = (hpa.get("metadata") or {}).get("annotations") or {}
+    annotations = (hpa_doc.get("metadata") or {}).get("annotations") or {}
     if isinstance(annotations, dict) and ANNOTATION in annotations:
         try:
             fallback = parse_spec(annotations)
@@ -327,34 +351,28 @@ def parse_snapshot(data: Any, memo: ParseMemo | None = None) -> Snapshot:
             fallback_error = str(e)
     return Snapshot(
         now=now,
-        settings=(memo.settings if memo is not None else parse_settings)(root.obj("controller")),
-        hpa=hpa,
-        metrics=metrics,
+        settings=settings,
+        hpa=hpa_doc,
+        metrics=specs,
         behavior=behavior,
         min_replicas=min_replicas if min_replicas is not None else 1,
         max_replicas=max_replicas,
-        scale=scale,
-        scale_error=scale_error,
-        pods=tuple((memo.pod if memo is not None else parse_pod)(p) for p in root.items("pods")),
-        pod_metrics=tuple(parse_pod_metrics(p) for p in root.items("podMetrics")),
-        custom_metrics=tuple(parse_custom_metric(m) for m in root.items("customMetrics")),
-        external_metrics=tuple(parse_external_metric(m) for m in root.items("externalMetrics")),
-        metric_errors=errors,
-        history=_history(root, hpa_r, memo) if "history" in data else History(),
-        scale_update_error=update_error,
-        selecting_hpas=tuple(selecting),
+        scale=got,
+        scale_error=scale_error if got is not None else (scale_error or "unknown error"),
+        pods=pods,
+        pod_metrics=tuple(parse_pod_metrics(p) for p in reads.items("podMetrics")),
+        custom_metrics=tuple(parse_custom_metric(m) for m in reads.items("customMetrics")),
+        external_metrics=tuple(parse_external_metric(m) for m in reads.items("externalMetrics")),
+        metric_errors=tuple(
+            MetricError(e.string("source"), e.string("name"), e.string("message"))
+            for e in reads.items("metricErrors")
+        ),
+        history=history,
+        scale_update_error=scale_update_error,
+        selecting_hpas=selecting,
         fallback=fallback,
         fallback_error=fallback_error,
     )
-
-
-def _history(root: _Reader, hpa: _Reader, memo: ParseMemo | None) -> History:
-    r = root.obj("history")
-    if memo is None:
-        return parse_history(r)
-    meta = hpa.raw("metadata")
-    ns, name = (meta.get("namespace"), meta.get("name")) if isinstance(meta, dict) else (None, None)
-    return memo.history((ns, name) if isinstance(ns, str) and isinstance(name, str) else None, r)
 
 
 def parse_history_wire(data: Any) -> History:

@@ -42,8 +42,8 @@ def parse_pod_spec(spec: _Reader) -> PodSpecParts:
 
 
 def parse_pod(r: _Reader, spec: PodSpecParts | None = None, labels: dict[str, str] | None = None) -> Pod:
-    """``spec`` and ``labels``: already parsed from this very pod's (``ParseMemo`` shares them
-    between the pods of one template)."""
+    """``spec`` and ``labels``: already parsed from this very pod's (the live controller's
+    ``PodParses`` shares them between the pods of one template)."""
     meta, status = r.obj("metadata"), r.obj("status")
     ready: tuple[str, datetime | None] | None = None
     for c in status.items("conditions"):

@@ -33,14 +33,12 @@ def snapshot(
     pods: list[dict[str, Any]],
     metrics: dict[str, list[Any]],
     history: History | None,
-    history_doc: dict[str, Any] | None = None,
-    settings_doc: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The snapshot document; ``history_doc`` and ``settings_doc``, when given, are the
-    document forms of ``history`` and ``settings`` made already (``ParseMemo``)."""
+    """The snapshot document of one reconcile's reads (``parse_snapshot`` reads it back
+    into the view the live controller decided on)."""
     snap: dict[str, Any] = {
         "now": format_time(now) if now.microsecond == 0 else now.isoformat().replace("+00:00", "Z"),
-        "controller": settings_doc if settings_doc is not None else settings_to_wire(settings),
+        "controller": settings_to_wire(settings),
         "hpa": {k: hpa[k] for k in ("apiVersion", "kind", "metadata", "spec", "status") if k in hpa},
         "pods": pods,
         **metrics,
@@ -50,5 +48,5 @@ def snapshot(
     else:
         snap["scaleError"] = scale_error or "unknown error"
     if history is not None:
-        snap["history"] = history_doc if history_doc is not None else history_to_wire(history)
+        snap["history"] = history_to_wire(history)
     return snap

@@ -1,9 +1,12 @@
-"""What one reconcile sees: the one path from live state to a snapshot.
+"""What one reconcile sees: the one path from live state to the engine's input.
 
 The reconciler and ``python -m controller snapshot`` both call ``Observer.observe``, with
 the same informers (so the same label index picks the same pods), the same scale lookup
-through discovery and the same metrics reads; the engine's input stays plain data
-(``assemble.snapshot``). That is what makes a saved snapshot replay the live decision.
+through discovery and the same metrics reads. The reconciler decides on the typed view
+(``engine.parse.observed``: what was read, parsed once, no document in between); the
+snapshot command writes the same reads as a document (``Observation.document``), which
+``parse_snapshot`` reads back into that very call. That is what makes a saved snapshot
+replay the live decision.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from controller.engine.memo import ParseMemo
-from controller.engine.model import History, Settings
+from controller.engine.model import History, Settings, Snapshot
+from controller.engine.parse import observed
 from shared.kube.client import Kube
 from shared.kube.discovery import RESTMapper
 from shared.kube.errors import KubeError
@@ -27,15 +30,55 @@ from shared.selectors import parse_cached as parse_selector
 from . import assemble
 from .hpa_selectors import SelectorRegistry
 from .metrics_fetch import fetch
+from .pod_parses import PodParses
 from .scale_objects import ScaleConversionError, as_scale_client_returns
 from .scale_reads import ScaleReads
 
 
 @dataclass(frozen=True)
 class Observation:
-    snapshot: dict[str, Any]
-    hpa: dict[str, Any]
+    """What one reconcile read, as read."""
+
+    now: datetime
+    settings: Settings
+    hpa: dict[str, Any]  # the HPA object (status writes and events go against it)
+    scale: dict[str, Any] | None  # None: ``scale_error`` says why
+    scale_error: str | None
     scale_path: str | None  # where to write a rescale; None when the scale could not be read
+    pods: list[dict[str, Any]]
+    metrics: dict[str, list[Any]]
+    history: History | None  # the HPA's memory; None: none kept (``snapshot`` without one)
+    selecting: tuple[str, ...]  # the HPAs whose selectors match these pods, when more than one
+
+    def view(self, parses: PodParses) -> Snapshot:
+        """What the engine decides on; ``SnapshotError`` names a malformed field."""
+        return observed(
+            self.now,
+            self.settings,
+            self.hpa,
+            self.scale,
+            self.scale_error,
+            parses.pods(self.pods),
+            self.metrics,
+            self.history if self.history is not None else History(),
+            self.selecting,
+        )
+
+    def document(self) -> dict[str, Any]:
+        """These reads as a snapshot file (``python -m controller snapshot``)."""
+        doc = assemble.snapshot(
+            self.now,
+            self.settings,
+            self.hpa,
+            self.scale,
+            self.scale_error,
+            self.pods,
+            self.metrics,
+            self.history,
+        )
+        if self.selecting:
+            doc["selectingHPAs"] = list(self.selecting)
+        return doc
 
 
 @dataclass
@@ -48,12 +91,7 @@ class Observer:
     metrics_timeout: float = 15.0
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
-    memo: ParseMemo | None = None  # the reconciler's: the flags and memory as it last wrote them
     scales: ScaleReads | None = None  # None: GET every scale (``snapshot``, ``--scale-reads=get``)
-
-    def __post_init__(self) -> None:
-        # one document for the flags, the same object every reconcile (the memo parses it once)
-        self._settings_doc = assemble.settings_to_wire(self.settings)
 
     async def _scale(self, hpa: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, str | None]:
         ref = hpa.get("spec", {}).get("scaleTargetRef") or {}
@@ -76,7 +114,7 @@ class Observer:
             return None, str(e), None
 
     async def observe(self, namespace: str, name: str, history: History | None) -> Observation:
-        """The live snapshot of one HPA, with the HPA object and scale path it came from."""
+        """Everything one reconcile of this HPA reads."""
         hpa = self.hpas.get(namespace, name) or await self.kube.get(HPA.path(namespace, name))
         now = self.clock()
         scale, scale_error, path = await self._scale(hpa)
@@ -93,24 +131,18 @@ class Observer:
         metrics: dict[str, list[Any]] = {}
         if scale is not None and selector:
             metrics = await fetch(self.kube, self.mapper, hpa, selector, self.metrics_timeout)
-        history_doc = None
-        if history is not None and self.memo is not None:
-            history_doc = self.memo.history_wire((namespace, name), history)
-        snap = assemble.snapshot(
+        return Observation(
             now,
             self.settings,
             hpa,
             scale,
             scale_error,
+            path,
             pods,
             metrics,
             history,
-            history_doc,
-            self._settings_doc,
+            tuple(selecting) if len(selecting) > 1 else (),
         )
-        if len(selecting) > 1:
-            snap["selectingHPAs"] = selecting
-        return Observation(snap, hpa, path)
 
     def forget(self, namespace: str, name: str) -> None:
         self.selectors.remove((namespace, name))

@@ -12,7 +12,7 @@ same containers, and "Running", "True", "Ready" and the namespace are decoded af
 every pod's JSON. Measured at 20,000 pods (tracemalloc, in the running controller), the
 decoded strings alone were 2 KB a pod. So the kept pods share what they have in common: one
 labels object and one spec object per distinct value, and one copy of each short string --
-and ``engine.memo.ParseMemo`` parses each shared spec once, so their Pods share it too.
+and ``pod_parses.PodParses`` parses each shared spec once, so their Pods share it too.
 Nothing here is ever changed in place (a changed pod is a new object), which is what makes
 the sharing safe.
 """

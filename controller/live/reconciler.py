@@ -1,9 +1,10 @@
-"""One live reconcile: read the world, assemble a snapshot, decide, write.
+"""One live reconcile: read the world, decide, write.
 
-The decision is ``controller.engine.decide`` on the assembled snapshot -- the very function
-``python -m controller decide`` runs offline -- so a snapshot saved from here replays the
-same decision anywhere. A failed scale write is decided again with ``scaleUpdateError``
-set, which yields upstream's FailedRescale condition and event on the same code path.
+The decision is ``controller.engine.decide`` on what was read (``observe``), typed as a
+saved snapshot is -- the very function ``python -m controller decide`` runs offline -- so a
+snapshot saved from these reads replays the same decision anywhere. A failed scale write
+is decided again with the write's error set (``scale_update_error``), which yields
+upstream's FailedRescale condition and event on the same code path.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import structlog
 from cachetools import TTLCache
 
-from controller.engine import Decision, ParseMemo, decide, parse_snapshot
+from controller.engine import Decision, decide
 from controller.engine.model import Settings, Snapshot
 from controller.engine.versions import Release
 from shared.durations import format_duration
@@ -34,6 +35,7 @@ from .hpa_records import HpaRecords
 from .hpa_selectors import SelectorRegistry
 from .monitor import ControllerMetrics, Key
 from .observe import Observer
+from .pod_parses import PodParses
 from .scale_reads import ScaleReads
 from .second_writer import Writers, after_our_scale_write, notice, settle
 from .shadow import Shadow
@@ -67,8 +69,6 @@ class Reconciler:
 
     def __post_init__(self) -> None:
         self._warned: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=300)
-        # the informer's pods, the flags and each HPA's memory: parsed once, not every reconcile
-        self._memo = ParseMemo()
         self.observer = Observer(
             self.kube,
             self.mapper,
@@ -78,14 +78,10 @@ class Reconciler:
             self.metrics_timeout,
             self.clock,
             self.selectors,
-            self._memo,
             self.scales,
         )
-
-    async def snapshot(self, namespace: str, name: str) -> tuple[dict[str, Any], dict[str, Any], str | None]:
-        """The live snapshot of one HPA (and the HPA object and scale path it came from)."""
-        seen = await self.observer.observe(namespace, name, self.records.history((namespace, name)))
-        return seen.snapshot, seen.hpa, seen.scale_path
+        # the informer's pods, each parsed once, not every reconcile
+        self.parses = PodParses()
 
     async def reconcile(self, namespace: str, name: str) -> Decision | None:
         """One sync. Raises ``StaleReadError`` (counted; retried after the sync period) while the
@@ -96,27 +92,27 @@ class Reconciler:
             self.forget(key)
             return None
         start = time.monotonic()
-        snap, hpa, scale_path = await self.snapshot(namespace, name)
-        parsed = parse_snapshot(snap, self._memo)
+        seen = await self.observer.observe(namespace, name, self.records.history(key))
+        hpa, scale_path = seen.hpa, seen.scale_path
+        parsed = seen.view(self.parses)
         # passive -- a dry run, or another writer on this HPA (``second_writer``): decide as in
         # shadow mode and write nothing
-        dry = self.dry_run or await self._another_writer(key, hpa, snap, parsed.now)
+        dry = self.dry_run or await self._another_writer(key, hpa, seen.scale, parsed.now)
         if dry:  # the owner's rescales, not ours, count against its rate limits
             history = self.shadow.follow_owner(key, parsed.history, parsed.behavior, parsed.now)
             parsed = replace(parsed, history=history)
         decision = decide(parsed)
-        if decision.rescale and not dry and scale_path is not None:
+        if decision.rescale and not dry and scale_path is not None and seen.scale is not None:
             scale = {
-                **snap["scale"],
-                "spec": {**snap["scale"].get("spec", {}), "replicas": decision.desired_replicas},
+                **seen.scale,
+                "spec": {**seen.scale.get("spec", {}), "replicas": decision.desired_replicas},
             }
             try:
                 await self._write_scale(scale_path, scale, decision.desired_replicas, parsed.settings.release)
                 record = self.records.of(key)
                 record.writers = after_our_scale_write(record.writers or Writers(), decision.desired_replicas)
             except KubeError as e:
-                snap["scaleUpdateError"] = e.message
-                parsed = parse_snapshot(snap, self._memo)
+                parsed = replace(parsed, scale_update_error=e.message)
                 decision = decide(parsed)
         if dry and not self.dry_run:
             await self._settle(key, hpa, decision, parsed.now)
@@ -158,12 +154,11 @@ class Reconciler:
 
     def forget(self, key: Key) -> None:
         """A deleted HPA: everything kept of it goes, as upstream drops its recommendations
-        and scale events -- its record, selector, parse memo, explanations, shadow comparison
-        and series."""
+        and scale events -- its record, selector, explanations, shadow comparison and
+        series."""
         record = self.records.pop(key)
         self.own_writes.clear(key)
         self.observer.forget(*key)
-        self._memo.forget(key)
         self.why.forget(key)
         self.shadow.comparisons.pop(key, None)
         self.metrics.forget(key, record.series if record else set())
@@ -201,12 +196,12 @@ class Reconciler:
                     scale = {**fresh, "spec": {**fresh.get("spec", {}), "replicas": replicas}}
 
     async def _another_writer(
-        self, key: tuple[str, str], hpa: dict[str, Any], snap: dict[str, Any], now: datetime
+        self, key: tuple[str, str], hpa: dict[str, Any], scale: dict[str, Any] | None, now: datetime
     ) -> bool:
         """Whether another writer makes this HPA passive now (``second_writer.notice``)."""
         if self.second_writer_quiet is None:
             return False
-        replicas = (snap.get("scale") or {}).get("spec", {}).get("replicas")
+        replicas = (scale or {}).get("spec", {}).get("replicas")
         record = self.records.of(key)
         v = notice(
             record.writers or Writers(),

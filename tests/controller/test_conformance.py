@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,11 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.engine import ParseMemo
 from controller.engine import decide
 from controller.engine import parse_snapshot
+from controller.live.pod_parses import PodParses
 from tests.conftest import CONFORMANCE
 from tests.conftest import EXTRA_CONFORMANCE
+from tests.controller.live.observations import observation_of
 
 
 def _cases() -> list[Path]:
@@ -80,19 +82,17 @@ def test_conformance_runner_reports_zero_failures(conformance_dir: Path) -> None
     assert proc.stdout.strip().splitlines()[-1].endswith(" 0 failed")
 
 
-_MEMO = ParseMemo()  # shared by every case, as one controller's reconciles share it
-
-
 @pytest.mark.conformance
 @pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_pods_parsed_once_decide_as_pods_parsed_each_time(case: Path) -> None:
-    """The live controller's memo of parsed pods (hit on the second reconcile) changes nothing."""
+def test_each_case_decides_the_same_on_the_live_path(case: Path) -> None:
+    """The live controller types what it read directly (``Observation.view``), with each
+    pod parsed once (the second view finds them parsed): it decides as the file does."""
     data: dict[str, Any] = yaml.safe_load(case.read_text())
-    plain = decide(parse_snapshot(data)).to_wire()
-    first = decide(parse_snapshot(data, _MEMO)).to_wire()
-    again = decide(parse_snapshot(data, _MEMO)).to_wire()
-    assert first == plain
-    assert again == plain
+    offline = decide(parse_snapshot(data)).to_wire()
+    parses = PodParses()
+    for _ in range(2):
+        view = replace(observation_of(data).view(parses), scale_update_error=data.get("scaleUpdateError"))
+        assert decide(view).to_wire() == offline
 
 
 def _release_cases() -> list[Path]:
