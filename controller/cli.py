@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from controller.commands import compare, decide, replay, run, snapshot, why
 from controller.commands.common import _endpoint_flags, _live_flags
 from controller.engine.gates import GateError
-from shared.cliflags import apply_input_size, apply_kubectl_flags
+from shared.cliflags import Parser, apply_input_size, apply_kubectl_flags
 from shared.inputfiles import InputError
 from shared.version import promhpa_version
 
 
 def build_parser(prog: str = "promhpa-controller") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="promhpa's HPA controller and its tools.")
+    p = Parser(prog=prog, description="promhpa's HPA controller and its tools.")
     p.add_argument("--version", action="version", version=f"{prog} {promhpa_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     decide.add_parser(sub)

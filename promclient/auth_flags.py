@@ -56,7 +56,9 @@ def auth_flags(p: argparse.ArgumentParser) -> None:
         "Prometheus; credentials from the AWS chain: IRSA, EKS Pod Identity, environment, "
         "profiles; needs the aws extra; docs/cloud.md)",
     )
-    p.add_argument("--prometheus-sigv4-service", default="aps", help="SigV4's service name (default aps)")
+    p.add_argument(
+        "--prometheus-sigv4-service", default="aps", help="SigV4's service name (default %(default)s)"
+    )
     p.add_argument("--prometheus-sigv4-role-arn", help="a role to assume on top of the AWS credential chain")
     p.add_argument(
         "--prometheus-google-auth",
@@ -76,7 +78,7 @@ def auth_flags(p: argparse.ArgumentParser) -> None:
         default="AzurePublic",
         choices=sorted(AZURE_CLOUDS),
         help="the Azure cloud for --prometheus-azure-auth: its token audience and Entra ID "
-        "authority (default AzurePublic; AZURE_AUTHORITY_HOST wins for the authority)",
+        "authority (default %(default)s; AZURE_AUTHORITY_HOST wins for the authority)",
     )
     p.add_argument(
         "--prometheus-azure-audience",
@@ -110,7 +112,7 @@ def auth_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--prometheus-google-scopes",
         default=MONITORING_READ,
-        help=f"comma-separated OAuth2 scopes for --prometheus-google-auth (default {MONITORING_READ})",
+        help="comma-separated OAuth2 scopes for --prometheus-google-auth (default %(default)s)",
     )
     p.add_argument(
         "--prometheus-insecure-skip-tls-verify",

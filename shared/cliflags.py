@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import sys
 from datetime import timedelta
@@ -36,6 +37,31 @@ def shown(d: timedelta) -> str:
         if seconds and seconds % size == 0:
             return f"{seconds / size:g}{unit}"
     return f"{seconds:g}s"
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's, with ``%(default)s`` written as a user writes the flag: a duration in its
+    largest whole unit (``shown``), a number without a trailing ``.0``. Help texts name a
+    default through it, so the text cannot drift from the definition."""
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        default = action.default
+        if isinstance(default, timedelta):
+            action = copy.copy(action)
+            action.default = shown(default)
+        elif isinstance(default, float):
+            action = copy.copy(action)
+            action.default = f"{default:g}"
+        return super()._expand_help(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` that writes defaults as ``HelpFormatter`` does; its subcommands'
+    parsers too (``add_subparsers`` makes them of the parent's class)."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        kw.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kw)
 
 
 def http_url(text: str) -> str:
@@ -83,7 +109,7 @@ def add_runtime_flags(p: argparse.ArgumentParser, drains: str) -> None:
         "--shutdown-grace-period",
         type=duration,
         default=timedelta(seconds=20),
-        help=f"on SIGTERM, how long {drains} (default 20s; keep it below the pod's "
+        help=f"on SIGTERM, how long {drains} (default %(default)s; keep it below the pod's "
         "terminationGracePeriodSeconds, 30s)",
     )
     p.add_argument(
@@ -91,14 +117,14 @@ def add_runtime_flags(p: argparse.ArgumentParser, drains: str) -> None:
         type=duration,
         default=timedelta(minutes=3),
         help="/readyz fails while a started informer has heard nothing from the API server (no list, "
-        "watch or event) for this long (default 3m)",
+        "watch or event) for this long (default %(default)s)",
     )
     p.add_argument(
         "--informer-watch-idle-timeout",
         type=duration,
         default=timedelta(seconds=90),
         help="a watch that delivers nothing, not even a bookmark (the API server sends one about "
-        "every minute), for this long is re-established (default 90s)",
+        "every minute), for this long is re-established (default %(default)s)",
     )
 
 
@@ -109,7 +135,7 @@ def add_tls_flags(p: argparse.ArgumentParser, cert_dir: str, example_name: str) 
     p.add_argument(
         "--cert-dir",
         default=cert_dir,
-        help=f"where the self-signed certificate goes when none is given (default {cert_dir})",
+        help="where the self-signed certificate goes when none is given (default %(default)s)",
     )
     p.add_argument(
         "--cert-dns-name",
@@ -128,13 +154,13 @@ def add_log_flags(p: argparse.ArgumentParser) -> None:
         "--log-format",
         choices=("json", "console"),
         default="json",
-        help="json (one object a line, for log pipelines) or console (default json)",
+        help="json (one object a line, for log pipelines) or console (default %(default)s)",
     )
     p.add_argument(
         "--log-level",
         choices=LOG_LEVELS,
         default="info",
-        help="least severe level logged (default info)",
+        help="least severe level logged (default %(default)s)",
     )
 
 

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from adapter.serving.rules_webhook import WEBHOOK_PATH
 from shared.cliflags import (
+    Parser,
     add_input_size_flag,
     add_log_flags,
     add_runtime_flags,
@@ -33,7 +34,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def check_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="promhpa-adapter check-config",
         description="Validate a rule file; with --prometheus-url, show what each rule serves. A file "
         "of MetricRule manifests gets the verdict the adapter would write on each.",
@@ -46,7 +47,7 @@ def check_parser() -> argparse.ArgumentParser:
         "--metrics-max-age",
         type=duration,
         default=timedelta(minutes=10),
-        help="how far back discovery looks for series (default 10m)",
+        help="how far back discovery looks for series (default %(default)s)",
     )
     p.add_argument(
         "--kubeconfig",
@@ -74,7 +75,7 @@ def check_parser() -> argparse.ArgumentParser:
 
 
 def serve_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="promhpa-adapter",
         description="Serve custom.metrics.k8s.io, external.metrics.k8s.io and metrics.k8s.io from "
         "Prometheus, with prometheus-adapter's rule files.",
@@ -116,14 +117,14 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         type=positive,
         default=50,
         metavar="N",
-        help="MetricRules served per namespace at most; the oldest are served (default 50)",
+        help="MetricRules served per namespace at most; the oldest are served (default %(default)s)",
     )
     team.add_argument(
         "--team-rule-backends",
         default="default",
         metavar="NAMES",
         help="comma-separated backends of the rule file a MetricRule may name; 'default' is "
-        "--prometheus-url (default: default)",
+        "--prometheus-url (default: %(default)s)",
     )
     team.add_argument(
         "--team-rule-tenants",
@@ -136,21 +137,22 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         "--team-rule-query-timeout",
         type=duration,
         default=timedelta(seconds=5),
-        help="how long a MetricRule's query may take before the request fails with 504 (default 5s)",
+        help="how long a MetricRule's query may take before the request fails with 504 (default %(default)s)",
     )
     team_limit_flags(team)
     p.add_argument(
         "--config-reload-interval",
         type=duration,
         default=timedelta(seconds=10),
-        help="how often the rule file is checked for changes (default 10s; 0 disables): a valid "
+        help="how often the rule file is checked for changes (default %(default)s; 0 disables): a valid "
         "change is served without a restart, an invalid one is refused and the old rules kept",
     )
     p.add_argument(
         "--metrics-relist-interval",
         type=duration,
         default=timedelta(minutes=10),
-        help="how often to rediscover series (default 10m; unknown metrics are also looked up on demand)",
+        help="how often to rediscover series (default %(default)s; unknown metrics are also looked up "
+        "on demand)",
     )
     p.add_argument(
         "--metrics-max-age",
@@ -163,37 +165,38 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         type=duration,
         default=timedelta(seconds=30),
         help="how often each upstream metrics server's resource lists are read for discovery and "
-        "/readyz (default 30s; requests are routed by the rule file's patterns, not by this)",
+        "/readyz (default %(default)s; requests are routed by the rule file's patterns, not by this)",
     )
     p.add_argument(
         "--query-cache-ttl",
         type=duration,
         default=timedelta(seconds=5),
-        help="how long query results are reused (default 5s; 0 disables)",
+        help="how long query results are reused (default %(default)s; 0 disables)",
     )
     p.add_argument(
         "--secure-port",
         type=port_or_zero,
         default=6443,
-        help="HTTPS port of the metrics APIs (default 6443; 0: any free port)",
+        help="HTTPS port of the metrics APIs (default %(default)s; 0: any free port)",
     )
     p.add_argument(
         "--bind-address",
         default="0.0.0.0",
-        help="address every listener binds to (default 0.0.0.0)",
+        help="address every listener binds to (default %(default)s)",
     )
     p.add_argument(
         "--health-port",
         type=port_or_zero,
         default=8081,
         help="plain-HTTP port for /healthz, /livez and /readyz, served by a process of its own so "
-        "probes never wait behind API load (default 8081; 0 disables; the secure port serves them too)",
+        "probes never wait behind API load (default %(default)s; 0 disables; the secure port serves "
+        "them too)",
     )
     p.add_argument(
         "--max-requests-inflight",
         type=int,
         default=400,
-        help="API requests handled at once; more get 429 with Retry-After (default 400; 0: no limit)",
+        help="API requests handled at once; more get 429 with Retry-After (default %(default)s; 0: no limit)",
     )
     add_runtime_flags(p, "requests in flight may take to finish before their connections are closed")
     p.add_argument(
@@ -203,7 +206,7 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         help="on SIGTERM, keep accepting and serving new connections this long while /readyz "
         "fails, before closing the listeners (as kube-apiserver's --shutdown-delay-duration): "
         "the time the pod's endpoint takes to leave every kube-proxy, which otherwise still "
-        "sends the aggregator's connections here (default 0s; the chart sets 5s)",
+        "sends the aggregator's connections here (default %(default)s; the chart sets 5s)",
     )
     p.add_argument(
         "--rules-webhook",
@@ -217,7 +220,7 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         type=port,
         default=8444,
         help="HTTPS port of the rules webhook, a listener of its own that only answers callers with a "
-        "client certificate from --rules-webhook-client-ca-file (default 8444)",
+        "client certificate from --rules-webhook-client-ca-file (default %(default)s)",
     )
     p.add_argument(
         "--rules-webhook-client-ca-file",
@@ -236,20 +239,20 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--rules-webhook-key",
         default="config.yaml",
-        help="the ConfigMap key holding the rules (default config.yaml)",
+        help="the ConfigMap key holding the rules (default %(default)s)",
     )
     p.add_argument(
         "--rules-webhook-timeout",
         type=duration,
         default=timedelta(seconds=8),
         help="how long one review may query Prometheus before its verdict is given without them "
-        "(default 8s; keep it below the webhook's timeoutSeconds, 10s)",
+        "(default %(default)s; keep it below the webhook's timeoutSeconds, 10s)",
     )
     p.add_argument(
         "--rules-webhook-concurrency",
         type=int,
         default=4,
-        help="reviews that query Prometheus at once (default 4); a review past that is checked "
+        help="reviews that query Prometheus at once (default %(default)s); a review past that is checked "
         "offline at once and admitted with a warning, never queued behind slower ones",
     )
     add_tls_flags(p, "apiserver.local.config/certificates", "promhpa-adapter.monitoring.svc")
@@ -265,6 +268,6 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
         "--auth-cache-ttl",
         type=duration,
         default=timedelta(seconds=10),
-        help="how long TokenReview and SubjectAccessReview answers are reused (default 10s)",
+        help="how long TokenReview and SubjectAccessReview answers are reused (default %(default)s)",
     )
     add_log_flags(p)

@@ -29,7 +29,7 @@ def prometheus_flags(p: argparse.ArgumentParser, url_help: str | None = None) ->
         "--prometheus-method",
         choices=("GET", "POST"),
         default="GET",
-        help="HTTP method for queries (default GET; a query longer than --prometheus-post-over is "
+        help="HTTP method for queries (default %(default)s; a query longer than --prometheus-post-over is "
         "always POSTed)",
     )
     p.add_argument(
@@ -37,14 +37,14 @@ def prometheus_flags(p: argparse.ArgumentParser, url_help: str | None = None) ->
         type=int,
         default=4096,
         metavar="BYTES",
-        help="POST queries whose encoded PromQL is longer than this (default 4096; 0: never), so a "
+        help="POST queries whose encoded PromQL is longer than this (default %(default)s; 0: never), so a "
         "pods/* request over thousands of pods never exceeds a proxy's URL limit",
     )
     p.add_argument(
         "--prometheus-timeout",
         type=duration,
         default=timedelta(seconds=10),
-        help="deadline of each Prometheus call, retry included (default 10s): past it the request "
+        help="deadline of each Prometheus call, retry included (default %(default)s): past it the request "
         "gets a 504 Timeout Status; keep it below the HPA controller's metrics timeout",
     )
     p.add_argument(
@@ -53,14 +53,14 @@ def prometheus_flags(p: argparse.ArgumentParser, url_help: str | None = None) ->
         choices=(0, 1),
         default=1,
         help="one more attempt after a refused connection or a 502/503/504, only inside the deadline "
-        "(default 1; 0: none)",
+        "(default %(default)s; 0: none)",
     )
     p.add_argument(
         "--prometheus-max-connections",
         type=int,
         default=64,
         metavar="N",
-        help="connections open at once to one Prometheus backend (default 64; 0: no bound): a query "
+        help="connections open at once to one Prometheus backend (default %(default)s; 0: no bound): a query "
         "past it waits, inside its own deadline, for one to come free",
     )
 

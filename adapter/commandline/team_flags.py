@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from adapter.metricrules.query_cost import CostLimits
 from adapter.metricrules.query_size import CEILING, SizeLimits
-from shared.cliflags import duration, positive, shown
+from shared.cliflags import duration, positive
 
 
 def team_limit_flags(team: argparse._ArgumentGroup) -> None:
@@ -20,7 +20,7 @@ def team_limit_flags(team: argparse._ArgumentGroup) -> None:
         type=positive,
         default=size.max_length,
         metavar="N",
-        help=f"characters a MetricRule's query may have; a longer one is Invalid (default {size.max_length})",
+        help="characters a MetricRule's query may have; a longer one is Invalid (default %(default)s)",
     )
     team.add_argument(
         "--team-rule-max-query-depth",
@@ -28,14 +28,14 @@ def team_limit_flags(team: argparse._ArgumentGroup) -> None:
         default=size.max_depth,
         metavar="N",
         help="how deeply a MetricRule's query may nest (brackets and chained operators), measured "
-        f"before parsing; at most {CEILING.max_depth} (default {size.max_depth})",
+        f"before parsing; at most {CEILING.max_depth} (default %(default)s)",
     )
     team.add_argument(
         "--team-rule-max-query-tokens",
         type=positive,
         default=size.max_tokens,
         metavar="N",
-        help=f"tokens a MetricRule's query may have, measured before parsing (default {size.max_tokens})",
+        help="tokens a MetricRule's query may have, measured before parsing (default %(default)s)",
     )
     team.add_argument(
         "--team-rule-max-range",
@@ -43,7 +43,7 @@ def team_limit_flags(team: argparse._ArgumentGroup) -> None:
         metavar="DURATION",
         default=cost.max_range,
         help="the longest window ([...], or a subquery's range) a MetricRule's query may use "
-        f"(default {shown(cost.max_range)})",
+        "(default %(default)s)",
     )
     team.add_argument(
         "--team-rule-max-lookback",
@@ -51,14 +51,14 @@ def team_limit_flags(team: argparse._ArgumentGroup) -> None:
         metavar="DURATION",
         default=cost.max_lookback,
         help="how far before now a MetricRule's query may read: windows, offsets and @ together "
-        f"(default {shown(cost.max_lookback)})",
+        "(default %(default)s)",
     )
     team.add_argument(
         "--team-rule-min-subquery-step",
         type=duration,
         metavar="DURATION",
         default=cost.min_subquery_step,
-        help=f"the smallest step a MetricRule's subquery may give (default {shown(cost.min_subquery_step)})",
+        help="the smallest step a MetricRule's subquery may give (default %(default)s)",
     )
     team.add_argument(
         "--team-rule-max-series",
@@ -66,7 +66,7 @@ def team_limit_flags(team: argparse._ArgumentGroup) -> None:
         default=cost.max_series,
         metavar="N",
         help="series one answer to a MetricRule's query may carry; a larger answer is refused "
-        f"(422), never truncated (default {cost.max_series})",
+        "(422), never truncated (default %(default)s)",
     )
     team.add_argument(
         "--team-rule-max-concurrent-queries",
@@ -74,7 +74,7 @@ def team_limit_flags(team: argparse._ArgumentGroup) -> None:
         default=cost.max_concurrent,
         metavar="N",
         help="a namespace's MetricRule queries sent to Prometheus at once; more wait, within "
-        f"--team-rule-query-timeout (default {cost.max_concurrent})",
+        "--team-rule-query-timeout (default %(default)s)",
     )
     team.add_argument(
         "--team-rule-queries-per-second",
@@ -82,14 +82,14 @@ def team_limit_flags(team: argparse._ArgumentGroup) -> None:
         default=cost.queries_per_second,
         metavar="R",
         help="a namespace's MetricRule queries sent per second (answers from the query cache do "
-        f"not count); over it, 429 with Retry-After; 0 disables (default {cost.queries_per_second:g})",
+        "not count); over it, 429 with Retry-After; 0 disables (default %(default)s)",
     )
     team.add_argument(
         "--team-rule-query-burst",
         type=positive,
         default=cost.burst,
         metavar="N",
-        help=f"how many queries a namespace may send at once above its rate (default {cost.burst})",
+        help="how many queries a namespace may send at once above its rate (default %(default)s)",
     )
     team.add_argument(
         "--team-rule-judge-workers",
@@ -105,7 +105,7 @@ def team_limit_flags(team: argparse._ArgumentGroup) -> None:
         metavar="DURATION",
         default=timedelta(seconds=2),
         help="how long judging one MetricRule may take; past it the rule is Invalid and its "
-        "worker replaced (default 2s)",
+        "worker replaced (default %(default)s)",
     )
 
 

@@ -88,31 +88,31 @@ def _live_flags(p: argparse.ArgumentParser) -> None:
         "--horizontal-pod-autoscaler-sync-period",
         type=duration,
         default=timedelta(seconds=15),
-        help="how often each HPA is reconciled (default 15s)",
+        help="how often each HPA is reconciled (default %(default)s)",
     )
     p.add_argument(
         "--horizontal-pod-autoscaler-tolerance",
         type=float,
         default=0.1,
-        help="the ratio band around 1.0 in which no scaling happens (default 0.1)",
+        help="the ratio band around 1.0 in which no scaling happens (default %(default)s)",
     )
     p.add_argument(
         "--horizontal-pod-autoscaler-downscale-stabilization",
         type=duration,
         default=timedelta(minutes=5),
-        help="how far back the largest recommendation holds a scale-down (default 5m)",
+        help="how far back the largest recommendation holds a scale-down (default %(default)s)",
     )
     p.add_argument(
         "--horizontal-pod-autoscaler-cpu-initialization-period",
         type=duration,
         default=timedelta(minutes=5),
-        help="after a pod starts, how long its CPU samples may be skipped (default 5m)",
+        help="after a pod starts, how long its CPU samples may be skipped (default %(default)s)",
     )
     p.add_argument(
         "--horizontal-pod-autoscaler-initial-readiness-delay",
         type=duration,
         default=timedelta(seconds=30),
-        help="after a pod starts, how long a readiness change counts as initial (default 30s)",
+        help="after a pod starts, how long a readiness change counts as initial (default %(default)s)",
     )
     p.add_argument(
         "--feature-gates",

@@ -43,7 +43,9 @@ def add_parser(sub: Any, live_flags: Any) -> None:
     r.add_argument("--prometheus-url", required=True, help="the Prometheus holding the recorded history")
     auth_flags(r)  # the adapter's own: a managed Prometheus' credentials work here too
     r.add_argument("--config", required=True, help="the adapter's rule file (names resolve to its PromQL)")
-    r.add_argument("--from", dest="start", default="-1d", help="now, -7d, -90m or RFC 3339 (default -1d)")
+    r.add_argument(
+        "--from", dest="start", default="-1d", help="now, -7d, -90m or RFC 3339 (default %(default)s)"
+    )
     r.add_argument(
         "--to", dest="end", default="now", help="end of the history: now (default), -1h or RFC 3339"
     )
@@ -70,7 +72,7 @@ def add_parser(sub: Any, live_flags: Any) -> None:
         "--prometheus-timeout",
         type=parse_duration,
         default=timedelta(seconds=60),
-        help="per range query (default 60s)",
+        help="per range query (default %(default)s)",
     )
     r.add_argument(
         "-o",
@@ -90,15 +92,18 @@ def add_parser(sub: Any, live_flags: Any) -> None:
                    help="--tune's bound: minutes with the load per pod above today's target (default: "
                    "today's spec's own)")  # fmt: skip
     t.add_argument("--tune-budget", type=int, default=80, metavar="N",
-                   help="--tune replays at most N candidate specs (default 80): the time bound")  # fmt: skip
-    t.add_argument("--tune-seed", type=int, default=1, help="--tune's random seed (default 1)")
+                   help="--tune replays at most N candidate specs (default %(default)s): "
+                   "the time bound")  # fmt: skip
+    t.add_argument("--tune-seed", type=int, default=1, help="--tune's random seed (default %(default)s)")
     t.add_argument("--check", action="store_true",
                    help="exit 1 when variant B (--spec-b or --set) is worse than today's spec beyond "
                    "--check-pod-hours or --check-minutes-above")  # fmt: skip
     t.add_argument("--check-pod-hours", type=float, default=0.0, metavar="PERCENT",
-                   help="--check: allowed increase in pod-hours, in percent (default 0)")  # fmt: skip
+                   help="--check: allowed increase in pod-hours, in percent "
+                   "(default %(default)s)")  # fmt: skip
     t.add_argument("--check-minutes-above", type=float, default=0.0, metavar="MINUTES",
-                   help="--check: allowed increase in minutes above today's target (default 0)")  # fmt: skip
+                   help="--check: allowed increase in minutes above today's target "
+                   "(default %(default)s)")  # fmt: skip
     live_flags(r)
     add_kubectl_flags(r)
     add_input_size_flag(r)

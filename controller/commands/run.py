@@ -40,7 +40,7 @@ def add_parser(sub: Any) -> None:
         "--concurrent-horizontal-pod-autoscaler-syncs",
         type=int,
         default=5,
-        help="HPAs reconciled at once (default 5)",
+        help="HPAs reconciled at once (default %(default)s)",
     )
     r.add_argument("--hpa-selector", default="", help="label selector: only manage HPAs that match")
     r.add_argument(
@@ -61,36 +61,37 @@ def add_parser(sub: Any) -> None:
     r.add_argument(
         "--leader-elect-resource-namespace",
         default="kube-system",
-        help="namespace of the leader-election Lease (default kube-system)",
+        help="namespace of the leader-election Lease (default %(default)s)",
     )
     r.add_argument(
         "--leader-elect-resource-name",
         default="promhpa-controller",
-        help="name of the leader-election Lease (default promhpa-controller)",
+        help="name of the leader-election Lease (default %(default)s)",
     )
     r.add_argument(
         "--leader-elect-lease-duration",
         type=duration,
         default=timedelta(seconds=15),
-        help="how long a standby waits after the leader's last renewal before taking over (default 15s)",
+        help="how long a standby waits after the leader's last renewal before taking over "
+        "(default %(default)s)",
     )
     r.add_argument(
         "--leader-elect-renew-deadline",
         type=duration,
         default=timedelta(seconds=10),
-        help="the leader stops writing once its last successful renewal is this old (default 10s)",
+        help="the leader stops writing once its last successful renewal is this old (default %(default)s)",
     )
     r.add_argument(
         "--leader-elect-retry-period",
         type=duration,
         default=timedelta(seconds=2),
-        help="how often the Lease is renewed or tried (default 2s)",
+        help="how often the Lease is renewed or tried (default %(default)s)",
     )
     r.add_argument(
         "--metrics-timeout",
         type=duration,
         default=timedelta(seconds=15),
-        help="timeout of each read from the metrics APIs (default 15s, above the adapter's 10s "
+        help="timeout of each read from the metrics APIs (default %(default)s, above the adapter's 10s "
         "Prometheus deadline): an overloaded adapter slows a reconcile, never stalls it",
     )
     r.add_argument(
@@ -99,7 +100,7 @@ def add_parser(sub: Any) -> None:
         default=timedelta(minutes=5),
         help="when another controller writes an HPA's scale or status, promhpa stops writing that "
         "HPA and resumes only after the other has been quiet this long while the HPA needed a "
-        "write (default 5m; 0 turns the guard off; a dry run never writes anyway)",
+        "write (default %(default)s; 0 turns the guard off; a dry run never writes anyway)",
     )
     r.add_argument(
         "--scale-reads",
@@ -116,7 +117,8 @@ def add_parser(sub: Any) -> None:
         type=non_negative,
         default=5,
         metavar="N",
-        help="distinct decisions kept per HPA for `why` (default 5; each costs about 1 KB; 0 keeps none)",
+        help="distinct decisions kept per HPA for `why` (default %(default)s; each costs about 1 KB; "
+        "0 keeps none)",
     )
     r.add_argument(
         "--kube-api-qps",
@@ -124,19 +126,19 @@ def add_parser(sub: Any) -> None:
         default=20.0,
         help="requests a second each client sends to the API server after a burst, as in "
         "kube-controller-manager: the informers', and the HPA, scale and each metrics API's "
-        "client (default 20; 0: no limit; the Lease's is never limited)",
+        "client (default %(default)s; 0: no limit; the Lease's is never limited)",
     )
     r.add_argument(
         "--kube-api-burst",
         type=int,
         default=30,
-        help="requests a client may send at once before --kube-api-qps paces it (default 30)",
+        help="requests a client may send at once before --kube-api-qps paces it (default %(default)s)",
     )
     add_runtime_flags(r, "the reconciles under way may take to finish before they are cancelled")
     r.add_argument(
         "--bind-address",
         default="0.0.0.0",
-        help="address of the HTTPS endpoints: /metrics, /debug/*, /healthz, /readyz (default 0.0.0.0)",
+        help="address of the HTTPS endpoints: /metrics, /debug/*, /healthz, /readyz (default %(default)s)",
     )
     r.add_argument(
         "--secure-port",
@@ -144,7 +146,7 @@ def add_parser(sub: Any) -> None:
         dest="port",
         type=port_or_zero,
         default=10258,
-        help="HTTPS port of the endpoints (default 10258); --port is the same flag's older name",
+        help="HTTPS port of the endpoints (default %(default)s); --port is the same flag's older name",
     )
     r.add_argument(
         "--authorization-always-allow-paths",

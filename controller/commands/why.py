@@ -72,7 +72,7 @@ def add_parser(sub: Any, endpoint_flags: Callable[[argparse.ArgumentParser], Non
     )
     w.add_argument("hpa", metavar="NAMESPACE/NAME")
     w.add_argument(
-        "--last", type=_positive, default=3, help="how many distinct decisions to show (default 3)"
+        "--last", type=_positive, default=3, help="how many distinct decisions to show (default %(default)s)"
     )
     w.add_argument(
         "-o", "--output", choices=("text", "json", "yaml"), type=lambda t: "text" if t == "table" else t,
@@ -98,7 +98,7 @@ def add_leader_flags(p: argparse.ArgumentParser) -> None:
         dest="controller_namespace",
         action=deprecated_alias("--leader-elect-resource-namespace", "--controller-namespace"),
         default="promhpa",
-        help="namespace of the controller's leader-election Lease, as `run` names it (default promhpa)",
+        help="namespace of the controller's leader-election Lease, as `run` names it (default %(default)s)",
     )
     p.add_argument(
         "--leader-elect-resource-name",
