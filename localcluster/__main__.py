@@ -10,7 +10,9 @@ from pathlib import Path
 
 from . import node_runtime
 from .cluster import Cluster
+from .node import RealNode
 from .node_runtime import default_reference
+from .thanos import FederatedThanos
 from .tools import ROOT, ClusterError, log
 
 
@@ -43,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         if a.real_node and os.geteuid() != 0:
             log("--real-node needs root (network namespaces, cgroups, mounts, iptables)")
             return 1
-        c = Cluster(directory, thanos=a.thanos, real_node=a.real_node)
+        addons = (*((FederatedThanos(),) if a.thanos else ()), *((RealNode(),) if a.real_node else ()))
+        c = Cluster(directory, addons=addons)
         try:
             c.up()
         except ClusterError as e:

@@ -1,7 +1,7 @@
 """The control plane: bring-up in order, readiness, restart and tear-down. What each
-component is started with is ``control_plane``'s (and ``kwok``'s, ``thanos``'s, ``node``'s);
-starting, watching and stopping processes by PID is the ``Supervisor``'s (see the package
-docstring)."""
+component is started with is ``control_plane``'s (and ``kwok``'s); starting, watching and
+stopping processes by PID is the ``Supervisor``'s (see the package docstring). What runs
+beside it -- the real node, Thanos -- comes as ``addon``s, whose hooks it calls in order."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import control_plane, kwok, node
-from .node_host import NODE_IP
+from . import control_plane, kwok
+from .addon import Addon, from_path, path_of
 from .supervisor import Supervisor, remove_tree
-from .thanos import REPLICAS, federate, plan, stores
 from .tools import (
     FAKE_NODES,
     K8S_VERSION,
@@ -50,7 +49,6 @@ class Cluster(Supervisor):
     """One control plane, its state under ``dir``; ``up()`` returns when it is usable."""
 
     bins: Binaries | None = None
-    thanos: bool = False  # also Thanos: two federating replicas, sidecars and a Querier
     # the Kubernetes release the control plane runs (K8S_VERSION by default; an older
     # minor to run promhpa beside that release's kube-controller-manager)
     k8s_version: str = K8S_VERSION
@@ -58,10 +56,9 @@ class Cluster(Supervisor):
     # NotReady, and evicted 300 s later); bench-scale's 100,000 pods starve kwok's
     # heartbeats for minutes while they are created, so it allows more
     node_monitor_grace: str = "300s"
-    # a real node beside kwok's fake ones (localcluster.node): a kubelet, containerd and runc,
-    # kube-proxy and CoreDNS on this machine; the API server then listens on the node's
-    # address (a private bridge), which the pods reach it at
-    real_node: bool = False
+    # what runs beside the control plane: ``node.RealNode`` (a kubelet, containerd and runc,
+    # kube-proxy and CoreDNS on this machine), ``thanos.FederatedThanos``
+    addons: tuple[Addon, ...] = ()
     # kube-scheduler; bench-scale binds its pods to the fake nodes itself (nodeName), and a
     # scheduler there only follows 100,000 pods' status updates (half a core measured)
     scheduler: bool = True
@@ -76,8 +73,9 @@ class Cluster(Supervisor):
 
     @property
     def host(self) -> str:
-        """The API server's address: loopback, or the real node's (where pods reach it)."""
-        return NODE_IP if self.real_node else "127.0.0.1"
+        """The API server's address: loopback, or an addon's (the real node's, where pods
+        reach it)."""
+        return next((a.host for a in self.addons if a.host), "127.0.0.1")
 
     @property
     def server(self) -> str:
@@ -99,7 +97,7 @@ class Cluster(Supervisor):
                     "cmdlines": self._cmdlines,
                     "bin": str(self.bins.bin if self.bins else ""),
                     "k8s": self.k8s_version,
-                    "real_node": self.real_node,
+                    "addons": [path_of(a) for a in self.addons],
                 },
                 indent=2,
             )
@@ -114,7 +112,7 @@ class Cluster(Supervisor):
         c = cls(directory, data["ports"], {k: int(v) for k, v in data["pids"].items()})
         c._cmdlines = data.get("cmdlines", {})
         c.k8s_version = data.get("k8s", K8S_VERSION)
-        c.real_node = data.get("real_node", False)
+        c.addons = tuple(from_path(p) for p in data.get("addons", []))
         c.bins = Binaries(Path(data["bin"]), c.k8s_version) if data.get("bin") else None
         return c
 
@@ -170,7 +168,8 @@ class Cluster(Supervisor):
         if existing is not None:
             log("a previous cluster is partly running or dead; cleaning it up first")
             existing.down()
-        self.bins = Binaries(tools_dir(self.k8s_version, node=self.real_node), self.k8s_version)
+        node_tools = any(a.needs_node_tools for a in self.addons)
+        self.bins = Binaries(tools_dir(self.k8s_version, node=node_tools), self.k8s_version)
         self.dir.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
         for attempt in range(1, START_ATTEMPTS + 1):
@@ -195,20 +194,20 @@ class Cluster(Supervisor):
     def _bring_up(self) -> None:
         assert self.bins is not None
         b, p, pki = self.bins, self.ports, self.pki
-        ca = control_plane.issue_certs(pki, (NODE_IP,) if self.real_node else ())
-        if self.real_node:
-            node.certs(self, ca)
+        ca = control_plane.issue_certs(pki, tuple(ip for a in self.addons for ip in a.cert_ips))
         control_plane.write_kubeconfig(self.kubeconfig, self.server, pki)
-        if self.real_node:
-            node.prepare_host(self)
+        for addon in self.addons:
+            addon.prepare(self, ca)
         log(f"etcd on 127.0.0.1:{p['etcd']}")
         self.start_process("etcd", control_plane.etcd(b, self.dir, p))
         self.wait_ready("etcd", lambda: self.http_ok(f"http://127.0.0.1:{p['etcd']}/health"))
         log(f"kube-apiserver on {self.server}")
         admission = control_plane.write_admission_config(self.dir, pki)
-        # the kubernetes Service's endpoint is the real node's address, which pods reach;
-        # loopback cannot be an endpoint
-        extra = self._kubelet_client() if self.real_node else ("--endpoint-reconciler-type=none",)
+        # the kubernetes Service's endpoint is the API server's address where that is an
+        # addon's (the real node's, which pods reach); loopback cannot be an endpoint
+        extra = tuple(f for a in self.addons for f in a.apiserver_flags(self))
+        if self.host == "127.0.0.1":
+            extra = ("--endpoint-reconciler-type=none", *extra)
         self.start_process("apiserver", control_plane.apiserver(b, pki, p, self.host, admission, extra))
         self.wait_ready("apiserver", lambda: self._https_ok(p["apiserver"], "/readyz"), timeout=120)
         log(
@@ -231,7 +230,8 @@ class Cluster(Supervisor):
         ]
         self.start_process("kwok", control_plane.kwok(b, self.kubeconfig, p["kwok"], configs))
         for name in FAKE_NODES:
-            self.kubectl("apply", "-f", "-", input=json.dumps(kwok.fake_node(name, tainted=self.real_node)))
+            tainted = any(a.taints_fake_nodes for a in self.addons)
+            self.kubectl("apply", "-f", "-", input=json.dumps(kwok.fake_node(name, tainted=tainted)))
         self.wait_ready("kwok", self._nodes_ready, timeout=90)
         if self.scheduler:
             self.wait_ready("scheduler", lambda: self._https_ok(p["scheduler"], "/healthz", verify=False))
@@ -242,29 +242,8 @@ class Cluster(Supervisor):
         log(f"prometheus on {self.prometheus_url}")
         self.start_process("prometheus", control_plane.prometheus(b, self.dir, p["prometheus"]))
         self.wait_ready("prometheus", lambda: self.http_ok(f"{self.prometheus_url}/-/ready"))
-        if self.thanos:
-            self._start_thanos()
-        if self.real_node:
-            node.start(self)
-
-    def _kubelet_client(self) -> tuple[str, ...]:
-        """How the API server authenticates to the real kubelet (logs, exec, port-forward)."""
-        cert, key = self.pki / "admin.crt", self.pki / "admin.key"
-        return (f"--kubelet-client-certificate={cert}", f"--kubelet-client-key={key}")
-
-    def _start_thanos(self) -> None:
-        """Two replicas federating the cluster's Prometheus, their sidecars, and a Querier."""
-        assert self.bins is not None
-        for c in plan(
-            self.bins.thanos, self.bins.prometheus, self.dir, federate(self.ports["prometheus"]), self.ports
-        ):
-            log(f"{c.name} ({c.ready.rsplit('/-/', 1)[0]})")
-            self.start_component(c)
-        self.wait_ready("thanos-query", lambda: len(stores(self.thanos_url)) == REPLICAS)
-
-    @property
-    def thanos_url(self) -> str:
-        return f"http://127.0.0.1:{self.ports['thanos-query-http']}"
+        for addon in self.addons:
+            addon.start(self)
 
     def _nodes_ready(self) -> bool:
         out = self.kubectl("get", "nodes", "-o", "json", check=False)
@@ -287,15 +266,15 @@ class Cluster(Supervisor):
     # --- tear-down ------------------------------------------------------------------------
 
     def down(self, quiet: bool = False, keep_logs: bool = False) -> None:
-        """Stop every process we started (by PID, newest first) and remove the state; a real
-        node first, its pods and what it changed on the host with it (``node.stop``)."""
-        if self.real_node and self.bins is not None:
-            node.stop(self)
+        """Stop every process we started (by PID, newest first) and remove the state; the
+        addons first (a real node's pods and what it changed on the host go with it)."""
+        for addon in reversed(self.addons):
+            addon.stop(self)
         self.stop_all(quiet)
         if self._state_file().exists():
             self._state_file().unlink()
         if not keep_logs:
-            for sub in ("etcd", "prometheus", *(f"thanos-prometheus-{i}" for i in range(REPLICAS))):
+            for sub in ("etcd", "prometheus", *(d for a in self.addons for d in a.data_dirs)):
                 remove_tree(self.dir / sub)
 
     def env_text(self) -> str:
@@ -303,10 +282,6 @@ class Cluster(Supervisor):
             f"export KUBECONFIG={self.kubeconfig}\n"
             f"# kubectl: {self.bins.kubectl if self.bins else 'kubectl'}\n"
             f"# kube-apiserver: {self.server}\n# prometheus: {self.prometheus_url}\n"
-            + (
-                f"# thanos query: {self.thanos_url} (dedup on replica)\n"
-                if "thanos-query-http" in self.ports
-                else ""
-            )
+            + "".join(a.env_text(self) for a in self.addons)
             + f"# logs: {self.dir / 'logs'}\n"
         )

@@ -25,6 +25,7 @@ from typing import Any
 
 import localcluster
 from localcluster import incluster, node_runtime
+from localcluster.node import RealNode
 from localcluster.tools import ROOT, ClusterError, wait_until
 
 RELEASE = "promhpa"
@@ -40,7 +41,7 @@ def main() -> int:
         return 1
     work = Path(tempfile.mkdtemp(prefix="promhpa-demo-node-"))
     print(f"promhpa demo on a real node (state in {work})", flush=True)
-    cluster = localcluster.Cluster(work / "cluster", real_node=True)
+    cluster = localcluster.Cluster(work / "cluster", addons=(RealNode(),))
     try:
         print("1. starting the control plane, the real node and Prometheus in the cluster", flush=True)
         cluster.up()

@@ -1,7 +1,7 @@
-"""What a set of components started beside the control plane (the real node) needs of the
+"""What a set of components started beside the control plane (an ``addon``) needs of the
 cluster that supervises it: its folder, ports and binaries, kubectl, and the process
-supervision (start, wait, stop). Named as a protocol so that ``node`` depends on this
-and not on ``cluster``, which starts it: no import cycle, type-only ones included."""
+supervision (start, wait, stop). Named as a protocol so that ``node`` and ``thanos`` depend
+on this and not on ``cluster``, which starts them: no import cycle, type-only ones included."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from .supervisor import Component
 from .tools import Binaries
 
 
@@ -18,7 +19,6 @@ class ClusterHost(Protocol):
     ports: dict[str, int]
     pids: dict[str, int]
     bins: Binaries | None
-    real_node: bool
     k8s_version: str
 
     @property
@@ -38,6 +38,8 @@ class ClusterHost(Protocol):
     def kubectl(self) -> Callable[..., subprocess.CompletedProcess[str]]: ...
 
     def start_process(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None: ...
+
+    def start_component(self, c: Component) -> None: ...
 
     def wait_ready(self, name: str, check: Callable[[], bool], timeout: float = 90) -> None: ...
 

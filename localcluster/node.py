@@ -31,6 +31,37 @@ PAUSE_IMAGE = "promhpa.local/pause:1"
 PROCESSES = ("containerd", "kubelet", "kube-proxy", "coredns")
 
 
+class RealNode:
+    """The real node as a ``Cluster`` addon: the API server listens on the node's address
+    (a private bridge, where pods reach it) and authenticates to the kubelet; kwok's fake
+    nodes are tainted so real workloads land here."""
+
+    host: str | None = NODE_IP
+    cert_ips: tuple[str, ...] = (NODE_IP,)
+    needs_node_tools: bool = True
+    taints_fake_nodes: bool = True
+    data_dirs: tuple[str, ...] = ()
+
+    def prepare(self, c: ClusterHost, ca: object) -> None:
+        certs(c, ca)
+        prepare_host(c)
+
+    def apiserver_flags(self, c: ClusterHost) -> tuple[str, ...]:
+        """How the API server authenticates to the kubelet (logs, exec, port-forward)."""
+        cert, key = c.pki / "admin.crt", c.pki / "admin.key"
+        return (f"--kubelet-client-certificate={cert}", f"--kubelet-client-key={key}")
+
+    def start(self, c: ClusterHost) -> None:
+        start(c)
+
+    def stop(self, c: ClusterHost) -> None:
+        if c.bins is not None:
+            stop(c)
+
+    def env_text(self, c: ClusterHost) -> str:
+        return f"# real node: {NODE_NAME} at {NODE_IP}\n"
+
+
 def certs(c: ClusterHost, ca: object) -> None:
     """The kubelet's client identity (the Node authorizer's system:node:<name>), its serving
     certificate at the node's address, and kube-proxy's identity (bound to

@@ -2,8 +2,8 @@
 each with a Thanos sidecar, and a Thanos Querier over both that deduplicates on the
 ``replica`` label -- the smallest shape of the "highly available Prometheus behind Thanos"
 that clusters run. Tests start it with ``ThanosStack``; ``make cluster THANOS=1`` starts
-the same processes (``plan``) beside the control plane, its replicas federating everything
-from the cluster's Prometheus.
+the same processes (``plan``) beside the control plane (``FederatedThanos``, a cluster
+addon), its replicas federating everything from the cluster's Prometheus.
 
 Each replica carries ``external_labels: {cluster: local, replica: rN}``; without
 deduplication the Querier returns every series twice (once per replica), so a sum over it
@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .host import ClusterHost
 from .supervisor import Component
-from .tools import Binaries, cache_bin, free_port, terminate, wait_http, wait_until
+from .tools import Binaries, cache_bin, free_port, log, terminate, wait_http, wait_until
 
 REPLICA_LABEL = "replica"
 REPLICAS = 2
@@ -170,3 +171,38 @@ class ThanosStack:
         for p in reversed(list(self.procs.values())):
             terminate(p, timeout=20)
         self.procs.clear()
+
+
+class FederatedThanos:
+    """``plan`` beside a cluster (a ``Cluster`` addon): two replicas federating the
+    cluster's Prometheus, their sidecars, and a Querier."""
+
+    host: str | None = None
+    cert_ips: tuple[str, ...] = ()
+    needs_node_tools: bool = False
+    taints_fake_nodes: bool = False
+    data_dirs: tuple[str, ...] = tuple(f"thanos-prometheus-{i}" for i in range(REPLICAS))
+
+    def prepare(self, c: ClusterHost, ca: object) -> None:
+        pass
+
+    def apiserver_flags(self, c: ClusterHost) -> tuple[str, ...]:
+        return ()
+
+    def start(self, c: ClusterHost) -> None:
+        assert c.bins is not None
+        for component in plan(
+            c.bins.thanos, c.bins.prometheus, c.dir, federate(c.ports["prometheus"]), c.ports
+        ):
+            log(f"{component.name} ({component.ready.rsplit('/-/', 1)[0]})")
+            c.start_component(component)
+        query = f"http://127.0.0.1:{c.ports['thanos-query-http']}"
+        c.wait_ready("thanos-query", lambda: len(stores(query)) == REPLICAS)
+
+    def stop(self, c: ClusterHost) -> None:
+        pass  # its processes are the cluster's, stopped with the rest
+
+    def env_text(self, c: ClusterHost) -> str:
+        if "thanos-query-http" not in c.ports:
+            return ""
+        return f"# thanos query: http://127.0.0.1:{c.ports['thanos-query-http']} (dedup on replica)\n"

@@ -15,6 +15,7 @@ import pytest
 
 import localcluster
 from localcluster import node_host
+from localcluster.node import RealNode
 from tests.support import missing
 
 
@@ -24,7 +25,7 @@ def real_node_cluster(directory: Path) -> localcluster.Cluster:
         missing("the real node needs root (network namespaces, cgroups, mounts, iptables)")
     if not Path("/proc/sys/net/bridge").exists():
         missing("the real node needs the kernel's bridge netfilter (br_netfilter)")
-    c = localcluster.Cluster(directory, real_node=True)
+    c = localcluster.Cluster(directory, addons=(RealNode(),))
     try:
         c.up()
     except localcluster.ClusterError as e:
