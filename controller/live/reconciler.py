@@ -40,6 +40,7 @@ from .scale_reads import ScaleReads
 from .second_writer import Writers, after_our_scale_write, notice, settle
 from .shadow import Shadow
 from .why import Owner, WhyLog
+from .write_policy import ACTIVE, PASSIVE, SHADOW, WritePolicy
 from .writer import AS_US, EventRecorder, update_status
 
 log = structlog.get_logger("controller")
@@ -95,14 +96,12 @@ class Reconciler:
         seen = await self.observer.observe(namespace, name, self.records.history(key))
         hpa, scale_path = seen.hpa, seen.scale_path
         parsed = seen.view(self.parses)
-        # passive -- a dry run, or another writer on this HPA (``second_writer``): decide as in
-        # shadow mode and write nothing
-        dry = self.dry_run or await self._another_writer(key, hpa, seen.scale, parsed.now)
-        if dry:  # the owner's rescales, not ours, count against its rate limits
+        policy = await self._policy(key, hpa, seen.scale, parsed.now)
+        if not policy.writes:  # the owner's rescales, not ours, count against its rate limits
             history = self.shadow.follow_owner(key, parsed.history, parsed.behavior, parsed.now)
             parsed = replace(parsed, history=history)
         decision = decide(parsed)
-        if decision.rescale and not dry and scale_path is not None and seen.scale is not None:
+        if decision.rescale and policy.writes and scale_path is not None and seen.scale is not None:
             scale = {
                 **seen.scale,
                 "spec": {**seen.scale.get("spec", {}), "replicas": decision.desired_replicas},
@@ -114,30 +113,20 @@ class Reconciler:
             except KubeError as e:
                 parsed = replace(parsed, scale_update_error=e.message)
                 decision = decide(parsed)
-        if dry and not self.dry_run:
+        if policy is PASSIVE:
             await self._settle(key, hpa, decision, parsed.now)
-        if dry:  # our recommendations, the owner's scale events
-            self.records.of(key).history = replace(
-                decision.history,
-                scale_up_events=parsed.history.scale_up_events,
-                scale_down_events=parsed.history.scale_down_events,
-            )
-            owner = self._compare(key, decision, hpa, parsed)
-            self.why.record(key, parsed, decision, mode="shadow" if self.dry_run else "passive", owner=owner)
-        else:
-            self.records.of(key).history = decision.history
-            self.why.record(key, parsed, decision, mode="active")
+        self.records.of(key).history = policy.kept(decision.history, parsed.history)
+        owner = None if policy.writes else self._compare(key, decision, hpa, parsed)
+        self.why.record(key, parsed, decision, mode=policy.mode, owner=owner)
         for event in decision.events:
-            reason, message = event.reason, event.message
-            if dry:  # never claim a rescale that did not happen
-                reason, message = dry_run_event(reason, message)
+            reason, message = policy.event(event.reason, event.message)
             try:
                 await self.recorder.record(hpa, event.type, reason, message)
             except KubeError as e:
                 log.warning(
                     "event not recorded", hpa=f"{namespace}/{name}", reason=event.reason, error=str(e)
                 )
-        if not dry:
+        if policy.writes:
             try:
                 written = await update_status(self.kube, hpa, decision.status)
                 if written is not None and self._reads_own_writes():
@@ -195,10 +184,19 @@ class Reconciler:
                     fresh = await self.kube.get(path)
                     scale = {**fresh, "spec": {**fresh.get("spec", {}), "replicas": replicas}}
 
+    async def _policy(
+        self, key: tuple[str, str], hpa: dict[str, Any], scale: dict[str, Any] | None, now: datetime
+    ) -> WritePolicy:
+        """Shadow for a dry run; passive while another writer writes this HPA
+        (``second_writer.notice``); else active."""
+        if self.dry_run:
+            return SHADOW
+        return PASSIVE if await self._another_writer(key, hpa, scale, now) else ACTIVE
+
     async def _another_writer(
         self, key: tuple[str, str], hpa: dict[str, Any], scale: dict[str, Any] | None, now: datetime
     ) -> bool:
-        """Whether another writer makes this HPA passive now (``second_writer.notice``)."""
+        """Whether another writer makes this HPA passive now."""
         if self.second_writer_quiet is None:
             return False
         replicas = (scale or {}).get("spec", {}).get("replicas")
@@ -309,10 +307,3 @@ class Reconciler:
             reason=d.rescale_reason or None,
             seconds=round(seconds, 4),
         )
-
-
-def dry_run_event(reason: str, message: str) -> tuple[str, str]:
-    """A dry run's event says so in its reason, and a rescale it only decided is a "would"."""
-    if reason == "SuccessfulRescale":
-        return "DryRunWouldRescale", f"would rescale (dry run, nothing written): {message}"
-    return f"DryRun{reason}", message

@@ -14,9 +14,9 @@ from controller.engine.model import History
 from controller.engine.model import ScaleEvent
 from controller.engine.model import ScalingPolicy
 from controller.engine.model import ScalingRules
-from controller.live.reconciler import dry_run_event
 from controller.live.shadow import Shadow
 from controller.live.shadow_diff import differences
+from controller.live.write_policy import dry_run_event
 from localcluster.manifests import hpa_manifest
 from localcluster.manifests import object_metric
 from shared.durations import format_time
