@@ -43,7 +43,8 @@ image-lock: venv
 release: venv
 	@test -n "$(VERSION)" || { echo "usage: make release VERSION=x.y.z" >&2; exit 2; }
 	@hack/build-tools.sh helm >/dev/null
-	$(BIN)/python -m release dist $(VERSION)
+	$(BIN)/python -m release dist $(VERSION) \
+		--helm "$$($(BIN)/python -c 'from localcluster.tools import Binaries, cache_bin; print(Binaries(cache_bin()).helm)')"
 
 lint: venv
 	$(BIN)/ruff check .

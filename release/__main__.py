@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -32,6 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     rel.add_argument("version")
     rel.add_argument("--out", type=Path, default=ROOT / "dist")
     rel.add_argument("--lock", type=Path, default=debs.LOCK, help="the Debian packages' lock")
+    rel.add_argument(
+        "--helm",
+        default=os.environ.get("HELM", "helm"),
+        help="the helm binary that packages the chart (default: $HELM, else helm on PATH; "
+        "`make release` passes the one hack/build-tools.sh built)",
+    )
     a = ap.parse_args(argv)
     try:
         if a.command == "lock":
@@ -47,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(a.out / "image-work")
             report(built, path)
         else:
-            files, built = dist.release(a.version, a.out, lock=a.lock)
+            files, built = dist.release(a.version, a.out, a.helm, lock=a.lock)
             for f in files:
                 print(f.relative_to(ROOT) if f.is_relative_to(ROOT) else f)
             report(built, None)

@@ -21,16 +21,13 @@ from .image import Built, build, git, source
 VERSION = re.compile(r"^\d+\.\d+\.\d+([.-]?(a|b|rc)\d+)?$")
 
 
-def helm() -> str:
-    from localcluster.tools import Binaries, cache_bin
-
-    path = Binaries(cache_bin()).helm
-    if not Path(path).exists():
-        raise RuntimeError(f"helm is not built at {path}: run `make cluster-tools`")
-    return path
-
-
-def release(version: str, out: Path, arch: str = "amd64", lock: Path = LOCK) -> tuple[list[Path], Built]:
+def release(
+    version: str, out: Path, helm: str, arch: str = "amd64", lock: Path = LOCK
+) -> tuple[list[Path], Built]:
+    """The release at ``version`` in ``out``; ``helm`` packages the chart (the caller finds it:
+    ``make release`` takes the one ``hack/build-tools.sh`` built)."""
+    if shutil.which(helm) is None:
+        raise RuntimeError(f"no helm at {helm!r}: `make release` builds one, or pass --helm PATH")
     if not VERSION.match(version):
         raise ValueError(f"VERSION={version!r}: expected x.y.z (a PEP 440 release, as 0.2.0 or 1.0.0rc1)")
     shutil.rmtree(out, ignore_errors=True)
@@ -70,7 +67,7 @@ def release(version: str, out: Path, arch: str = "amd64", lock: Path = LOCK) -> 
         "--destination",
         str(out),
     ]
-    subprocess.run([helm(), "package", *chart], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([helm, "package", *chart], check=True, stdout=subprocess.DEVNULL)
     built = build(out, version, arch, lock)
     sbom.write(built)
     shutil.rmtree(out / "image-work")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from localcluster.tools import Binaries
 from localcluster.tools import cache_bin
 from tests.support import ROOT
 from tests.support import missing
@@ -62,7 +63,10 @@ def lock(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def dist(lock: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("release") / "dist"
-    made = python_m("release", "dist", VERSION, "--out", str(out), "--lock", str(lock), timeout=1200)
+    helm = Binaries(cache_bin()).helm
+    made = python_m(
+        "release", "dist", VERSION, "--out", str(out), "--lock", str(lock), "--helm", helm, timeout=1200
+    )
     assert made.returncode == 0, made.stdout + made.stderr
     return out
 
