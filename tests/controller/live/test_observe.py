@@ -5,6 +5,7 @@ carrying their memory -- with no document made or parsed on the live path."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from datetime import UTC
 from datetime import datetime
@@ -13,8 +14,16 @@ from typing import Any
 
 from controller.engine import decide
 from controller.engine import parse_snapshot
+from controller.engine.gates import GATES
+from controller.engine.gates import GateError
+from controller.engine.gates import resolve
 from controller.engine.model import History
+from controller.engine.model import Settings
 from controller.engine.model import Snapshot
+from controller.engine.parse import parse_settings
+from controller.engine.reader import _Reader
+from controller.engine.versions import Release
+from controller.live.assemble import settings_to_wire
 from controller.live.pod_parses import PodParses
 from tests.controller.engine.builders import external_metric
 from tests.controller.engine.builders import pod
@@ -76,3 +85,22 @@ def test_a_chain_of_reconciles_with_their_memory_decides_the_same_live() -> None
     assert last["scaleUpEvents"]  # the memory did its work
     assert last["scaleDownEvents"]
     assert len(last["recommendations"]) > 1
+
+
+def test_the_flags_settings_survive_the_snapshot_file() -> None:
+    """Live decides on the Settings its flags made; a saved snapshot replays them as read
+    back from its ``controller`` block: equal, at every release and gate setting."""
+    checked = 0
+    for minor in range(33, 39):
+        for bits in itertools.product((None, True, False), repeat=len(GATES)):
+            wanted = {name: b for name, b in zip(GATES, bits, strict=True) if b is not None}
+            try:
+                gates = resolve(Release(minor), wanted)
+            except GateError:
+                continue  # that release's kube-controller-manager refuses it: no such flags
+            for tolerance, period in ((0.1, timedelta(minutes=5)), (0.25, timedelta(milliseconds=1500))):
+                s = Settings(tolerance=tolerance, cpu_initialization_period=period, feature_gates=gates,
+                             release=Release(minor))  # fmt: skip
+                assert parse_settings(_Reader(settings_to_wire(s), "controller")) == s, (minor, wanted)
+                checked += 1
+    assert checked > 1000
