@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,7 +21,7 @@ from controller.engine import parse_snapshot
 from controller.live.pod_parses import PodParses
 from tests.conftest import CONFORMANCE
 from tests.conftest import EXTRA_CONFORMANCE
-from tests.controller.live.observations import observation_of
+from tests.controller.live.observations import live_view
 
 
 def _cases() -> list[Path]:
@@ -91,8 +90,7 @@ def test_each_case_decides_the_same_on_the_live_path(case: Path) -> None:
     offline = decide(parse_snapshot(data)).to_wire()
     parses = PodParses()
     for _ in range(2):
-        view = replace(observation_of(data).view(parses), scale_update_error=data.get("scaleUpdateError"))
-        assert decide(view).to_wire() == offline
+        assert decide(live_view(data, parses)).to_wire() == offline
 
 
 def _release_cases() -> list[Path]:

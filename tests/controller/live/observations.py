@@ -4,11 +4,14 @@ running controller holds them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from controller.engine import parse_snapshot
+from controller.engine.model import Snapshot
 from controller.engine.parse import METRIC_READS
 from controller.live.observe import Observation
+from controller.live.pod_parses import PodParses
 
 
 def observation_of(doc: dict[str, Any]) -> Observation:
@@ -25,3 +28,9 @@ def observation_of(doc: dict[str, Any]) -> Observation:
         history=typed.history if "history" in doc else None,
         selecting=tuple(doc.get("selectingHPAs") or ()),
     )
+
+
+def live_view(doc: dict[str, Any], parses: PodParses) -> Snapshot:
+    """What the live controller decides on for the reads ``doc`` records, with a failed
+    scale write (``scaleUpdateError``) set on the view as the reconciler sets it."""
+    return replace(observation_of(doc).view(parses), scale_update_error=doc.get("scaleUpdateError"))

@@ -19,7 +19,6 @@ from controller.engine.gates import GateError
 from controller.engine.gates import resolve
 from controller.engine.model import History
 from controller.engine.model import Settings
-from controller.engine.model import Snapshot
 from controller.engine.parse import parse_settings
 from controller.engine.reader import _Reader
 from controller.engine.versions import Release
@@ -28,13 +27,9 @@ from controller.live.pod_parses import PodParses
 from tests.controller.engine.builders import external_metric
 from tests.controller.engine.builders import pod
 from tests.controller.engine.builders import snapshot
+from tests.controller.live.observations import live_view
 from tests.controller.live.observations import observation_of
 from tests.differential.generate import Generator
-
-
-def live_view(doc: dict[str, Any], parses: PodParses) -> Snapshot:
-    view = observation_of(doc).view(parses)
-    return replace(view, scale_update_error=doc.get("scaleUpdateError"))  # a failed write, as live
 
 
 def test_the_live_view_is_the_parsed_file_over_the_differential_corpus() -> None:
