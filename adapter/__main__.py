@@ -40,13 +40,20 @@ def _served_resources(kubeconfig: str) -> dict[str, set[str]] | int:
         print(f"error: {e}", file=sys.stderr)
         return exitcodes.for_error(e)
     try:
-        served, failed = served_resources(kube)
+        served, failed = asyncio.run(_read_served(kube))
     except KubeError as e:
         print(f"error: cannot read the cluster's resources with {kubeconfig}: {e}", file=sys.stderr)
         return exitcodes.for_error(e)
     for gv in failed:
         print(f"note: {gv} did not answer discovery; its resources count as absent", file=sys.stderr)
     return served
+
+
+async def _read_served(kube: Kube) -> tuple[dict[str, set[str]], list[str]]:
+    try:
+        return await served_resources(kube)
+    finally:
+        await kube.aclose()
 
 
 def check(args: list[str]) -> int:

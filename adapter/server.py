@@ -173,12 +173,10 @@ class Adapter:
                 bind_address=o.listen.bind_address,
             )
             if o.kube.kubeconfig:
-                kube = Kube(await asyncio.to_thread(load_kube, o.kube.kubeconfig)).on_loop()
+                kube = Kube(await asyncio.to_thread(load_kube, o.kube.kubeconfig))
         else:
             try:
-                kube = Kube(
-                    await asyncio.to_thread(load_kube, o.kube.kubeconfig)
-                ).on_loop()  # reviews from the loop
+                kube = Kube(await asyncio.to_thread(load_kube, o.kube.kubeconfig))
                 self.requestheader = await load_requestheader_config(kube)
             except (KubeError, OSError, ValueError) as e:
                 if kube is not None:
@@ -205,7 +203,7 @@ class Adapter:
                     await stack.enter_async_context(self._team_rules(app, kube))
                 yield
         finally:
-            self.objects.close()
+            await self.objects.aclose()
             await kube.aclose()
 
     def _team_limits(self) -> Limits:

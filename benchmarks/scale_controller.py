@@ -202,7 +202,7 @@ async def create(
     """Workloads (with their status: replicas and selector), their pods, their HPAs."""
     from shared.kube.client import Kube, load
 
-    kube = Kube(load(str(cluster.kubeconfig))).on_loop()
+    kube = Kube(load(str(cluster.kubeconfig)))
     gate = asyncio.Semaphore(concurrency)
 
     async def one(i: int) -> None:
@@ -231,7 +231,7 @@ def running_pods(cluster: localcluster.Cluster) -> int:
 async def _count_running(cluster: localcluster.Cluster) -> int:
     from shared.kube.client import Kube, load
 
-    kube = Kube(load(str(cluster.kubeconfig))).on_loop()
+    kube = Kube(load(str(cluster.kubeconfig)))
     count, token = 0, ""
     try:
         while True:

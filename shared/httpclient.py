@@ -25,14 +25,16 @@ dropped; one that fails before the first byte of its answer is retried once on a
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import ssl
 import urllib.parse
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 
 from .httpconnection import Connection, ProtocolError
 
-__all__ = ["Connections", "Origin", "ProtocolError", "form_encode"]
+__all__ = ["Connections", "Origin", "ProtocolError", "Proxy", "form_encode"]
 
 MAX_IDLE = 256  # kept-alive connections per origin (Prometheus takes 512 by default); more close
 
@@ -46,6 +48,13 @@ class Origin:
     port: int
     prefix: str  # the URL's path, without a trailing slash ("" for none)
     tls: ssl.SSLContext | None
+    # the name TLS verifies the server's certificate against and sends as SNI, when it is
+    # not ``host`` (a kubeconfig's tls-server-name)
+    server_name: str | None = None
+    # reached through this HTTP proxy's CONNECT tunnel (a kubeconfig's proxy-url)
+    proxy: Proxy | None = None
+    # (level, option, value) set on each new socket (the kubernetes client's socket_options)
+    socket_options: tuple[tuple[int, int, int], ...] = ()
 
     @classmethod
     def of(cls, url: str, verify: ssl.SSLContext | bool = True) -> Origin:
@@ -64,6 +73,28 @@ class Origin:
         host = f"[{self.host}]" if ":" in self.host else self.host
         default = 443 if self.scheme == "https" else 80
         return host if self.port == default else f"{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Proxy:
+    """An HTTP proxy that tunnels with CONNECT (as kubectl's proxy-url does for https)."""
+
+    host: str
+    port: int
+    headers: tuple[tuple[str, str], ...] = field(default=())  # Proxy-Authorization, say
+
+    @classmethod
+    def of(cls, url: str, headers: Mapping[str, str] | None = None) -> Proxy:
+        u = urllib.parse.urlsplit(url)
+        if u.scheme != "http" or not u.hostname:
+            raise ValueError(f"proxy {url!r}: only an http:// proxy is supported (it tunnels with CONNECT)")
+        extra = dict(headers or {})
+        if u.username is not None and not any(k.lower() == "proxy-authorization" for k in extra):
+            import base64
+
+            user = urllib.parse.unquote(u.username) + ":" + urllib.parse.unquote(u.password or "")
+            extra["Proxy-Authorization"] = "Basic " + base64.b64encode(user.encode()).decode()
+        return cls(u.hostname, u.port or 80, tuple(extra.items()))
 
 
 _TLS: dict[bool, ssl.SSLContext] = {}
@@ -152,15 +183,7 @@ class Connections:
         """``method`` ``origin.prefix + target``: the status and the (decoded) body, or
         TimeoutError after ``timeout`` seconds (connecting, retrying and answering).
         ``answer``, if given, gets the answer's ``retry-after`` header when it has one."""
-        if self._closed:
-            raise ConnectionError("these connections are closed")
-        head = (
-            f"{method} {origin.prefix}{target} HTTP/1.1\r\nHost: {origin.host_header}\r\n"
-            f"User-Agent: {self._agent}\r\n"
-        ).encode("latin-1") + _header_block(headers)
-        if body is not None or method in ("POST", "PUT"):
-            head += b"Content-Length: %d\r\n" % len(body or b"")
-        request = head + b"\r\n" + (body or b"")
+        request = self._frame(origin, method, target, headers, body)
         if self.max_per_origin <= 0:
             return await self._request(origin, request, timeout, answer)
         slots = self._slots.get(origin)
@@ -178,6 +201,35 @@ class Connections:
             return await self._request(origin, request, timeout, answer)
         finally:
             slots.release()
+
+    def _frame(
+        self, origin: Origin, method: str, target: str, headers: Mapping[str, str], body: bytes | None
+    ) -> bytes:
+        if self._closed:
+            raise ConnectionError("these connections are closed")
+        head = (
+            f"{method} {origin.prefix}{target} HTTP/1.1\r\nHost: {origin.host_header}\r\n"
+            f"User-Agent: {self._agent}\r\n"
+        ).encode("latin-1") + _header_block(headers)
+        if body is not None or method in ("POST", "PUT"):
+            head += b"Content-Length: %d\r\n" % len(body or b"")
+        return head + b"\r\n" + (body or b"")
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, origin: Origin, target: str, headers: Mapping[str, str], idle: float
+    ) -> AsyncIterator[tuple[int, bytes, AsyncIterator[bytes]]]:
+        """A GET whose answer streams (``Connection.stream``), on a connection of its own,
+        outside the pool and its bound: a watch holds it for minutes, and it is closed after."""
+        request = self._frame(origin, "GET", target, headers, None)
+        async with asyncio.timeout(idle):
+            conn = await self._connect(origin)
+        self._busy.add(conn)
+        try:
+            yield await conn.stream(request, idle)
+        finally:
+            self._busy.discard(conn)
+            conn.close()
 
     async def _request(
         self, origin: Origin, request: bytes, timeout: float | None, answer: dict[str, str] | None
@@ -208,10 +260,17 @@ class Connections:
 
     async def _connect(self, origin: Origin) -> Connection:
         loop = asyncio.get_running_loop()
-        _, conn = await loop.create_connection(
-            Connection, origin.host, origin.port, ssl=origin.tls,
-            server_hostname=origin.host if origin.tls is not None else None,
-        )  # fmt: skip
+        name = (origin.server_name or origin.host) if origin.tls is not None else None
+        if origin.proxy is not None:
+            conn = await _tunnel(origin, name)
+        else:
+            _, conn = await loop.create_connection(
+                Connection, origin.host, origin.port, ssl=origin.tls, server_hostname=name
+            )
+        if origin.socket_options and conn.transport is not None:
+            sock: socket.socket | None = conn.transport.get_extra_info("socket")
+            for level, option, value in origin.socket_options if sock is not None else ():
+                sock.setsockopt(level, option, value)  # type: ignore[union-attr]
         return conn
 
     async def _exchange(
@@ -266,3 +325,34 @@ class Connections:
         # plain transports close on the next loop iteration, TLS ones after the peer's
         # close_notify: wait for both (briefly), so the caller's loop may end right after
         await asyncio.gather(*(c.wait_lost(1.0) for c in conns))
+
+
+async def _tunnel(origin: Origin, server_name: str | None) -> Connection:
+    """A connection to ``origin`` through its proxy: CONNECT, then TLS inside the tunnel."""
+    proxy = origin.proxy
+    assert proxy is not None
+    where = f"[{origin.host}]:{origin.port}" if ":" in origin.host else f"{origin.host}:{origin.port}"
+    reader, writer = await asyncio.open_connection(proxy.host, proxy.port)
+    try:
+        extra = _header_block(dict(proxy.headers))
+        writer.write(f"CONNECT {where} HTTP/1.1\r\nHost: {where}\r\n".encode("latin-1") + extra + b"\r\n")
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            raise ConnectionResetError(f"proxy {proxy.host}:{proxy.port} closed the CONNECT") from None
+        status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+        parts = status_line.split(" ", 2)
+        if len(parts) < 2 or not parts[1].isdigit() or not 200 <= int(parts[1]) < 300:
+            raise ConnectionRefusedError(
+                f"proxy {proxy.host}:{proxy.port} refused CONNECT {where}: {status_line or 'no answer'}"
+            )
+        if origin.tls is not None:
+            await writer.start_tls(origin.tls, server_hostname=server_name)
+    except BaseException:
+        writer.close()
+        raise
+    conn = Connection()
+    transport = writer.transport
+    transport.set_protocol(conn)
+    conn.connection_made(transport)
+    return conn

@@ -2,12 +2,16 @@
 its answer parsed by httptools (llhttp, in C) back into (status, body). The pool, request
 framing and retries are ``shared.httpclient``'s; this module owns what one exchange on one
 socket can do: complete on Content-Length, chunked or the connection's end, decode gzip or
-deflate, time out on one loop timer, and notice a close while idle."""
+deflate, time out on one loop timer, and notice a close while idle. ``stream`` is the other
+kind of exchange, for an answer that never ends on its own (a Kubernetes watch): the status
+once the headers are in, then the body chunk by chunk, with a deadline on each silence
+rather than on the whole."""
 
 from __future__ import annotations
 
 import asyncio
 import zlib
+from collections.abc import AsyncIterator
 from typing import cast
 
 import httptools
@@ -36,6 +40,10 @@ class Connection(asyncio.Protocol):
         self._lost: asyncio.Future[None] | None = None  # done once the socket is really closed
         self.keep_alive = True
         self.retry_after: str | None = None  # the last answer's Retry-After, if it had one
+        # a streamed answer's body as it arrives (``stream``): chunks, then None at its end,
+        # or the exception that ended it
+        self._chunks: asyncio.Queue[bytes | BaseException | None] | None = None
+        self._idle = 0.0  # a streamed answer's deadline on silence
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -43,10 +51,13 @@ class Connection(asyncio.Protocol):
         self._lost = asyncio.get_running_loop().create_future()
 
     def data_received(self, data: bytes) -> None:
-        if self._waiter is None:  # nothing asked: not a server we can keep talking to
+        if self._waiter is None and self._chunks is None:  # nothing asked: not a server to keep
             self.close()
             return
         self._started = True
+        if self._chunks is not None and self._timer is not None:
+            self._timer.cancel()  # every byte of a streamed answer restarts its silence
+            self._timer = asyncio.get_running_loop().call_later(self._idle, self._expired)
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as e:
@@ -57,6 +68,11 @@ class Connection(asyncio.Protocol):
         self.closed = True
         if self._lost is not None and not self._lost.done():
             self._lost.set_result(None)
+        if self._chunks is not None and self._waiter is None:  # a stream, mid-body
+            self._stop_timer()
+            ended = self._headers_done and not self._framed
+            self._chunks.put_nowait(None if ended else ConnectionResetError("connection closed mid-stream"))
+            return
         if self._waiter is None or self._waiter.done():
             return
         if self._headers_done and not self._framed:
@@ -77,12 +93,24 @@ class Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self._headers_done = True
+        status = self._parser.get_status_code()
+        if self._chunks is not None and 200 <= status < 300 and self._waiter is not None:
+            waiter, self._waiter = self._waiter, None  # the body streams from here
+            if not waiter.done():
+                waiter.set_result((status, b""))
 
     def on_body(self, body: bytes) -> None:
-        self._body.append(body)
+        if self._chunks is not None and self._waiter is None:
+            self._chunks.put_nowait(body)
+        else:
+            self._body.append(body)
 
     def on_message_complete(self) -> None:
         self.keep_alive = self._parser.should_keep_alive()
+        if self._chunks is not None and self._waiter is None:
+            self._stop_timer()
+            self._chunks.put_nowait(None)
+            return
         self._complete()
 
     def _complete(self) -> None:
@@ -112,6 +140,8 @@ class Connection(asyncio.Protocol):
 
     def _expired(self) -> None:
         self._timer = None
+        if self._chunks is not None and self._waiter is None:
+            self._chunks.put_nowait(TimeoutError())
         self._fail(TimeoutError())
         self.close()  # the answer may still come: this stream cannot carry another exchange
 
@@ -126,6 +156,33 @@ class Connection(asyncio.Protocol):
             self._timer = loop.call_later(max(timeout, 0.0), self._expired)
         self.transport.write(request)
         return await self._waiter
+
+    async def stream(self, request: bytes, idle: float) -> tuple[int, bytes, AsyncIterator[bytes]]:
+        """Send ``request``; its status, and either its whole body (an answer other than 2xx,
+        read to its end) or an iterator of its body's chunks as they arrive. TimeoutError when
+        nothing at all arrives for ``idle`` seconds, before the headers or between chunks;
+        ConnectionError when the connection ends before the answer does. The connection
+        carries nothing else afterwards: close it."""
+        assert self.transport is not None
+        self._chunks = asyncio.Queue()
+        self._idle = idle
+        status, body = await self.exchange(request, idle)
+        if not 200 <= status < 300:
+            return status, body, _nothing()
+        if self._encoding not in (b"", b"identity"):
+            said = self._encoding.decode(errors="replace")
+            raise ProtocolError(f"unsupported Content-Encoding {said!r} on a stream")
+        return status, b"", self._read_chunks(self._chunks)  # the exchange's timer, re-armed per chunk
+
+    @staticmethod
+    async def _read_chunks(chunks: asyncio.Queue[bytes | BaseException | None]) -> AsyncIterator[bytes]:
+        while True:
+            chunk = await chunks.get()
+            if chunk is None:
+                return
+            if isinstance(chunk, BaseException):
+                raise chunk
+            yield chunk
 
     @property
     def started(self) -> bool:
@@ -146,6 +203,12 @@ class Connection(asyncio.Protocol):
             await asyncio.wait_for(asyncio.shield(self._lost), seconds)
         except TimeoutError:
             self.transport.abort()
+
+
+async def _nothing() -> AsyncIterator[bytes]:
+    none: tuple[bytes, ...] = ()
+    for chunk in none:  # an async generator that yields nothing
+        yield chunk
 
 
 def _decoded(encoding: bytes, body: bytes) -> bytes:

@@ -6,6 +6,10 @@ answer for a while (a slow link), ``freeze`` stops forwarding in both directions
 every connection open (a partition: the peers hear nothing and no one closes), ``thaw``
 resets the frozen connections and forwards again (the partition heals). What goes through
 is not read or changed: TLS stays end to end.
+
+With ``connect=True`` it is an HTTP proxy as a kubeconfig's proxy-url names one: each
+connection starts with ``CONNECT host:port``, which it records (``connects``, with the
+request's headers) and answers 200 for its own upstream only, 403 for anything else.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from localcluster import free_port
 
 
 class Proxy:
-    def __init__(self, upstream_port: int, upstream_host: str = "127.0.0.1") -> None:
+    def __init__(self, upstream_port: int, upstream_host: str = "127.0.0.1", connect: bool = False) -> None:
         self.upstream = (upstream_host, upstream_port)
+        self.connect = connect
+        self.connects: list[tuple[str, dict[str, str]]] = []  # (CONNECT target, its headers)
         self.port = free_port()
         self.delay = 0.0  # seconds each upstream answer chunk is held before it is passed on
         # requests waiting for their answer now, and the most at once (a connection whose
@@ -63,6 +69,9 @@ class Proxy:
                 continue
             except OSError:
                 return
+            if self.connect and not self._tunnel(client):
+                client.close()
+                continue
             try:
                 upstream = socket.create_connection(self.upstream, timeout=5)
             except OSError:
@@ -74,6 +83,30 @@ class Proxy:
             waiting = [False]  # this connection's client awaits an answer
             threading.Thread(target=self._pump, args=(client, upstream, False, waiting), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, True, waiting), daemon=True).start()
+
+    def _tunnel(self, client: socket.socket) -> bool:
+        """Read the CONNECT; answer it; whether to forward."""
+        client.settimeout(5)
+        head = b""
+        try:
+            while b"\r\n\r\n" not in head and len(head) < 65536:
+                data = client.recv(4096)
+                if not data:
+                    return False
+                head += data
+            lines = head.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+            method, target, _ = [*lines[0].split(" "), "", ""][:3]
+            headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+            self.connects.append((target, headers))
+            mine = target in (f"{self.upstream[0]}:{self.upstream[1]}", f"localhost:{self.upstream[1]}")
+            if method != "CONNECT" or not mine:
+                client.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+                return False
+            client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        except OSError:
+            return False
+        client.settimeout(None)
+        return True
 
     def _mark(self, waiting: list[bool], now: bool) -> None:
         with self._lock:

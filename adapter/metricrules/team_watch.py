@@ -82,9 +82,8 @@ class TeamRuleWatch:
         }
 
     def _changed(self, _event: str, _obj: dict[str, Any]) -> None:
-        """From an informer's thread: wake the loop's reconcile."""
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._wake.set)
+        """An informer saw a change: wake the reconcile."""
+        self._wake.set()
 
     async def context(self, _: web.Application) -> AsyncIterator[None]:
         """Start watching; stop with the app (aiohttp cleanup context)."""
@@ -100,7 +99,7 @@ class TeamRuleWatch:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             for informer in self.informers.values():
-                informer.stop()
+                await informer.aclose()
             await asyncio.to_thread(self.judge.close)
 
     def note_limit(self, key: Key, problem: str | None) -> None:

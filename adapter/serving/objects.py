@@ -7,8 +7,8 @@ selector is resolved through the informer's (namespace, label) index instead of 
 every cached object.
 
 A request waits for an informer's first list on the event loop (``Informer.wait_synced``),
-never in a thread: with RBAC missing or the API server down, HPA traffic must not queue
-behind a few blocked threads and starve every other ``to_thread`` user. Each informer's
+where the informers run too: with RBAC missing or the API server down, a waiting request
+holds nothing but its own coroutine. Each informer's
 age -- how long since the API server last said anything to it -- is exported
 (``promhpa_adapter_informer_last_contact_age_seconds``) and fails /readyz past
 ``stale_after``.
@@ -17,7 +17,6 @@ age -- how long since the API server last said anything to it -- is exported
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -70,25 +69,25 @@ class ObjectCache:
         if metrics is not None:
             metrics.register(_InformerAges(self))
         self._informers: dict[GroupResource, Informer] = {}
-        self._lock = threading.Lock()
+        self._starting = asyncio.Lock()
         self._selections: LRUCache[
             tuple[GroupResource, str | None, Selector | None], tuple[tuple[int, int], tuple[str, ...]]
         ] = LRUCache(maxsize=1024)
 
-    def _path(self, gr: GroupResource) -> str:
+    async def _path(self, gr: GroupResource) -> str:
         known = by_plural(gr.resource, gr.group)
         if known is not None:
             return known.path()
-        group = self.kube.get_sync(f"/apis/{gr.group}")  # a custom resource: ask discovery
+        group = await self.kube.get(f"/apis/{gr.group}")  # a custom resource: ask discovery
         return GroupVersion(gr.group, group["preferredVersion"]["version"]).path + f"/{gr.resource}"
 
-    def _informer(self, gr: GroupResource) -> Informer:
-        with self._lock:
+    async def _informer(self, gr: GroupResource) -> Informer:
+        async with self._starting:
             informer = self._informers.get(gr)
             if informer is None:
                 informer = Informer(
                     self.kube,
-                    self._path(gr),
+                    await self._path(gr),
                     transform=names_and_labels,
                     watch_idle_timeout=self.watch_idle_timeout,
                 )
@@ -100,7 +99,7 @@ class ObjectCache:
     ) -> Sequence[str]:
         informer = self._informers.get(gr)
         if informer is None:  # the first request for this resource starts its informer
-            informer = await asyncio.to_thread(self._informer, gr)
+            informer = await self._informer(gr)
         if not await informer.wait_synced(self.sync_timeout):
             raise ObjectsUnavailable(
                 f"could not list {gr} from the Kubernetes API within {self.sync_timeout:.0f}s"
@@ -134,9 +133,9 @@ class ObjectCache:
         now = time.monotonic()
         return {str(gr): age for gr, i in list(self._informers.items()) if (age := i.age(now)) is not None}
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
         for informer in self._informers.values():
-            informer.stop()
+            await informer.aclose()
 
 
 class _InformerAges:

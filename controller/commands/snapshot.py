@@ -7,7 +7,7 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -18,6 +18,9 @@ from shared import exitcodes
 from shared.cliflags import add_kubectl_flags
 
 from .common import DecisionFlags, _controller_source, _endpoint_flags, _live_flags, controller_get
+
+if TYPE_CHECKING:
+    from shared.kube.client import Kube
 
 
 def add_parser(sub: Any) -> None:
@@ -52,10 +55,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     scale, pod and metrics reads.
     """
 
-    from controller.live.caches import hpa_and_pod_informers
-    from controller.live.observe import Observer
     from shared.kube.client import Kube, load
-    from shared.kube.discovery import RESTMapper
     from shared.kube.errors import KubeError
 
     namespace, _, name = args.hpa.partition("/")
@@ -63,22 +63,11 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         print("error: give the HPA as NAMESPACE/NAME", file=sys.stderr)
         return 2
     try:
-        kube = Kube(load(args.kubeconfig))
-        server = kube.get_sync("/version").get("gitVersion")  # the cluster answers, or one line now
-        hpas, pods = hpa_and_pod_informers(kube, namespace)
-        pods.start()
-        hpas.start()
-        try:
-            for informer in (pods, hpas):
-                if not informer.synced.wait(30):
-                    raise KubeError(0, f"could not list {informer.path} within 30s: {informer.error}")
-            observer = Observer(kube, RESTMapper(kube), hpas, pods, DecisionFlags.of(args).settings(server))
-            wanted = args.controller_url or args.from_leader
-            history = _live_history(ControllerAccess.of(args), namespace, name) if wanted else None
-            snap = asyncio.run(observer.observe(namespace, name, history)).document()
-        finally:
-            pods.stop()
-            hpas.stop()
+        wanted = args.controller_url or args.from_leader
+        history = _live_history(ControllerAccess.of(args), namespace, name) if wanted else None
+        snap = asyncio.run(
+            _observe(Kube(load(args.kubeconfig)), DecisionFlags.of(args), namespace, name, history)
+        )
     except (KubeError, EndpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return exitcodes.for_error(e)
@@ -87,6 +76,31 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     else:
         print(yaml.safe_dump(snap, sort_keys=False), end="")
     return 0
+
+
+async def _observe(
+    kube: Kube, flags: DecisionFlags, namespace: str, name: str, history: History | None
+) -> dict[str, Any]:
+    """One observation of the HPA, as the running controller's reconcile makes it."""
+    from controller.live.caches import hpa_and_pod_informers
+    from controller.live.observe import Observer
+    from shared.kube.discovery import RESTMapper
+    from shared.kube.errors import KubeError
+
+    hpas, pods = hpa_and_pod_informers(kube, namespace)
+    try:
+        server = (await kube.get("/version")).get("gitVersion")  # the cluster answers, or one line now
+        pods.start()
+        hpas.start()
+        for informer in (pods, hpas):
+            if not await informer.wait_synced(30):
+                raise KubeError(0, f"could not list {informer.path} within 30s: {informer.error}")
+        observer = Observer(kube, RESTMapper(kube), hpas, pods, flags.settings(server))
+        return (await observer.observe(namespace, name, history)).document()
+    finally:
+        for informer in (pods, hpas):
+            await informer.aclose()
+        await kube.aclose()
 
 
 def _live_history(access: ControllerAccess, namespace: str, name: str) -> History | None:

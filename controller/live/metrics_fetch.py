@@ -8,7 +8,6 @@ recorded as a ``metricErrors`` entry, so the engine decides it exactly as upstre
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 from urllib.parse import quote
 
@@ -62,11 +61,11 @@ async def _custom(
     """custom.metrics.k8s.io in the version its server prefers (v1beta2, or v1beta1 where
     only that is served), chosen through discovery as client-go's custom metrics client does."""
     # a thread (and discovery) only the first time: this runs for every metric of every HPA
-    version = mapper.cached_version(CUSTOM) or await asyncio.to_thread(mapper.preferred_version, CUSTOM)
+    version = mapper.cached_version(CUSTOM) or await mapper.preferred_version(CUSTOM)
     try:
         body = await kube.get(f"/apis/{CUSTOM}/{version}{path}", query, timeout)
     except NotFound:  # the APIService may have changed hands: ask discovery once more
-        fresh = await asyncio.to_thread(mapper.preferred_version, CUSTOM, True)
+        fresh = await mapper.preferred_version(CUSTOM, True)
         if fresh == version:
             raise
         version = fresh
@@ -157,4 +156,4 @@ async def _resource(mapper: RESTMapper, api_version: str, kind: str) -> str:
     known = mapper.cached_resource(api_version, kind)  # well-known kinds need no thread
     if known is not None:
         return known
-    return await asyncio.to_thread(mapper.resource_for, api_version, kind)
+    return await mapper.resource_for(api_version, kind)

@@ -11,7 +11,6 @@ replay the live decision.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -100,7 +99,7 @@ class Observer:
             # discovery (a thread) only the first time a kind is seen, not every reconcile
             mapping = self.mapper.cached_mapping(api_version, kind)
             if mapping is None:
-                mapping = await asyncio.to_thread(self.mapper.mapping, api_version, kind)
+                mapping = await self.mapper.mapping(api_version, kind)
             namespace, name = hpa["metadata"]["namespace"], ref.get("name", "")
             path = mapping.scale_path(namespace, name)
             if self.scales is not None:

@@ -93,7 +93,7 @@ async def run(opts: Options) -> int:
     stop = stop_signals()
     # 1. start
     api = await asyncio.to_thread(load, opts.kubeconfig)
-    lease_kube = Kube(api).on_loop()
+    lease_kube = Kube(api)
     settings = opts.settings(await _server_version(lease_kube))
     log.info(
         "deciding_as",
@@ -102,8 +102,8 @@ async def run(opts: Options) -> int:
     )
     elector = _elector(opts, lease_kube)
 
-    informer_kube = Kube(api).on_loop().limited(opts.kube_api_qps, opts.kube_api_burst)
-    kube = Kube(api).on_loop().limited(opts.kube_api_qps, opts.kube_api_burst, per_client=True)
+    informer_kube = Kube(api).limited(opts.kube_api_qps, opts.kube_api_burst)
+    kube = Kube(api).limited(opts.kube_api_qps, opts.kube_api_burst, per_client=True)
     if elector is not None:
         kube = kube.guarded(elector.guard)  # every scale, status and event write
     metrics = ControllerMetrics()
@@ -193,9 +193,9 @@ async def run(opts: Options) -> int:
         if elector is not None:
             with contextlib.suppress(KubeError):  # no writes follow: a standby may take over now
                 await elector.release()
-        hpas.stop()
-        pods.stop()
-        scales.stop()
+        for informer in (hpas, pods):
+            await informer.aclose()
+        await scales.aclose()
         await endpoints.cleanup()
         for client in (kube, informer_kube, lease_kube):
             await client.aclose()

@@ -106,10 +106,10 @@ class ScaleReads:
         if self.on_read is not None:
             self.on_read(source)
 
-    def stop(self) -> None:
+    async def aclose(self) -> None:
         for source in self._sources.values():
             if source.informer is not None:
-                source.informer.stop()
+                await source.informer.aclose()
 
     async def _from_cache(
         self, mapping: Mapping, namespace: str, name: str, path: str

@@ -1,11 +1,11 @@
 """The Kubernetes edge: the one place either process talks to the Kubernetes API.
 
-* ``client`` -- ``Kube``: raw-path get/post/put/watch over the official client's auth and
-  TLS, off the event loop, with no hidden retries; ``load`` builds it from a kubeconfig or
-  the in-cluster config.
-* ``http`` -- ``AsyncHTTP``: the async calls (``Kube.on_loop``) sent from the event loop
-  over ``shared.httpclient``'s kept-alive connections, with the server, CA, client
-  certificate and token the client's configuration gives.
+* ``client`` -- ``Kube``: raw-path get/post/put/watch, all async, with no hidden retries;
+  ``load`` builds the official client's configuration from a kubeconfig or the in-cluster
+  config (the client is used for that, and for nothing else).
+* ``http`` -- ``AsyncHTTP``: the one transport, sending every call (watches included) from
+  the event loop over ``shared.httpclient``'s connections, with the server, CA, client
+  certificate, token, proxy and TLS name the client's configuration gives.
 * ``errors`` -- ``KubeError`` and its typed kinds (``NotFound``, ``Conflict``,
   ``Forbidden``, ...), built from the ``Status`` object the API server answers with, so
   callers branch on its ``reason`` and ``code``, never on message text.

@@ -1,42 +1,29 @@
-"""Kubernetes API access for both processes: the kubernetes client, off the event loop.
+"""Kubernetes API access for both processes, on the event loop.
 
-One small surface -- ``get``, ``post``, ``put``, ``watch`` on raw paths -- over the
-official client's ``ApiClient`` (authentication, TLS and kubeconfig/in-cluster loading are
-the client's). Callers work with plain dicts in the wire format. Lists and watches run in
-worker threads; the async ``get``/``post``/``put`` do too, unless ``on_loop`` gave the
-client an ``http`` transport (``shared.kube.http``), which sends them from the event loop.
-Failures are typed errors built from the server's ``Status`` (``errors``); the client's
-own retries are off, so a timeout means what it says.
+One small surface -- ``get``, ``post``, ``put``, ``watch`` on raw paths -- with who we are
+taken from the official client's configuration (kubeconfig or in-cluster loading, TLS,
+tokens and their refresh are the client's) and every request sent by one transport,
+``shared.kube.http``, from the event loop. Callers work with plain dicts in the wire
+format. Failures are typed errors built from the server's ``Status`` (``errors``); nothing
+retries behind the caller's back, so a timeout means what it says.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import functools
 import os
-from collections.abc import Callable, Generator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from shared import inputfiles
 from shared.version import promhpa_version
 
-from .errors import KubeconfigError, KubeError, Timeout, from_status
-from .http import AsyncHTTP, Query, unsupported
+from .errors import KubeconfigError
+from .http import AsyncHTTP, Query
 from .ratelimit import PerClient, TokenBucket
 
 if TYPE_CHECKING:
     import kubernetes
-
-# Kubernetes calls get threads of their own: asyncio's default pool is min(32, cores + 4) --
-# 6 threads on two cores -- shared with every other blocking call, so five controller
-# workers plus the adapter's authorization checks queued behind one another
-CALLS = 16
-_POOL = ThreadPoolExecutor(max_workers=CALLS, thread_name_prefix="kube")
 
 
 # the kubeconfig context a command line chose (``--context``), for every load() after it
@@ -84,10 +71,6 @@ def load(kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
                 kubernetes.config.load_kube_config(client_configuration=conf, context=_context())
             except Exception as e:
                 raise KubeconfigError(default, f"no usable credentials: {_said(e)}") from None
-    # no hidden retries: urllib3's default (3, each waiting out the timeout) turned a 2 s
-    # metrics timeout into 8 s; every caller here retries on its own schedule
-    conf.retries = 0
-    conf.connection_pool_maxsize = CALLS  # one kept-alive connection per calling thread
     api = kubernetes.client.ApiClient(conf)
     # audit logs and managedFields name us, not the generated client
     api.user_agent = f"promhpa/{promhpa_version()}"
@@ -122,10 +105,15 @@ class Kube:
     # called right before every write leaves this process; raising refuses the write (the
     # controller's "still the leader?" check)
     write_guard: Callable[[], None] | None = None
-    # the async calls' transport when set (``on_loop``); else the client's, in a thread
+    # the transport, made from ``api``'s configuration; copies (``limited``, ``guarded``)
+    # share it and its connections
     http: AsyncHTTP | None = None
     # client-side rate limit on every request, lists and watches included (``limited``)
     limiter: TokenBucket | PerClient | None = None
+
+    def __post_init__(self) -> None:
+        if self.http is None:
+            self.http = AsyncHTTP(self.api.configuration, self.api.user_agent)
 
     def limited(self, qps: float, burst: int, per_client: bool = False) -> Kube:
         """The same client, at most ``qps`` requests a second after a ``burst`` (client-go's
@@ -135,111 +123,47 @@ class Kube:
             return replace(self, limiter=None)
         return replace(self, limiter=PerClient(qps, burst) if per_client else TokenBucket(qps, burst))
 
-    def on_loop(self) -> Kube:
-        """The same client with its async calls sent from the event loop (``http``), where
-        the configuration allows it; the owner calls ``aclose`` before its loop ends."""
-        if self.http is not None or unsupported(self.api.configuration) is not None:
-            return self
-        return replace(self, http=AsyncHTTP(self.api.configuration, self.api.user_agent))
-
     async def aclose(self) -> None:
-        if self.http is not None:
-            await self.http.close()
+        """Close the connections; the owner calls it before its event loop ends."""
+        assert self.http is not None
+        await self.http.close()
 
     def guarded(self, guard: Callable[[], None]) -> Kube:
         """The same client, refusing every write for which ``guard`` raises."""
         return replace(self, write_guard=guard)
 
-    def _request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        query: Query = None,
-        timeout: float | tuple[float, float] = 30,
+    async def _send(
+        self, method: str, path: str, body: Any = None, query: Query = None, timeout: float = 30
     ) -> Any:
-        """One request through the client's auth and TLS; raises KubeError on non-2xx.
-        ``timeout``: seconds for the whole request, or (connect, each read)."""
-        # imported by ``load`` already (there is no ``api`` without it): a dictionary lookup
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError as Urllib3Error
-        from urllib3.exceptions import NewConnectionError
-        from urllib3.exceptions import TimeoutError as Urllib3Timeout
-
-        if method != "GET" and self.write_guard is not None:
-            self.write_guard()
         if self.limiter is not None:
-            self.limiter.bucket(path).wait_sync()
-        try:
-            # the raw answer (not preloaded, not deserialized): kubernetes 36's call_api
-            resp = self.api.call_api(
-                path,
-                method,
-                query_params=query or [],
-                header_params={"Accept": "application/json", "Content-Type": "application/json"},
-                body=body,
-                auth_settings=["BearerToken"],
-                _return_http_data_only=True,
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
-        except ApiException as e:
-            raise from_status(e.status or 0, e.body, f"{method} {path}", str(e.reason or e)) from None
-        except (Urllib3Error, OSError) as e:
-            reason = getattr(e, "reason", None) or e
-            # urllib3's NewConnectionError (refused, no route) is a ConnectTimeoutError too
-            if isinstance(reason, Urllib3Timeout) and not isinstance(reason, NewConnectionError):
-                raise Timeout(
-                    0, f"no answer within {_secs(timeout)} ({reason})", request=f"{method} {path}"
-                ) from None
-            said = str(reason).split("): ", 1)[-1] if isinstance(reason, NewConnectionError) else str(reason)
-            raise KubeError(0, f"cannot connect: {said}", request=f"{method} {path}") from None
-        if not 200 <= resp.status < 300:
-            raise from_status(resp.status, resp.read() or b"", f"{method} {path}", str(resp.reason))
-        return resp
-
-    def _call(
-        self, method: str, path: str, body: Any = None, query: Query = None, timeout: float = 30
-    ) -> Any:
-        return orjson.loads(self._request(method, path, body, query, timeout).read() or b"{}")
-
-    def get_sync(self, path: str, query: Query = None) -> Any:
-        return self._call("GET", path, query=query)
-
-    async def _async(
-        self, method: str, path: str, body: Any = None, query: Query = None, timeout: float = 30
-    ) -> Any:
-        if self.limiter is not None:  # here, not in the worker thread: waiting holds no thread
             await self.limiter.bucket(path).wait()
-        if self.http is None:
-            return await _off_loop(self._unlimited()._call, method, path, body, query, timeout)
         if method != "GET" and self.write_guard is not None:
             self.write_guard()
+        assert self.http is not None
         return await self.http.request(method, path, body, query, timeout)
 
-    def _unlimited(self) -> Kube:
-        return replace(self, limiter=None) if self.limiter is not None else self
-
     async def get(self, path: str, query: Query = None, timeout: float = 30) -> Any:
-        return await self._async("GET", path, None, query, timeout)
+        return await self._send("GET", path, None, query, timeout)
 
     async def post(self, path: str, body: Any) -> Any:
-        return await self._async("POST", path, body)
+        return await self._send("POST", path, body)
 
     async def put(self, path: str, body: Any, query: Query = None) -> Any:
-        return await self._async("PUT", path, body, query)
+        return await self._send("PUT", path, body, query)
 
-    def watch_sync(
+    async def watch(
         self,
         path: str,
         resource_version: str,
         timeout_seconds: int = 300,
-        extra: list[tuple[str, str]] | None = None,
+        extra: Query = None,
         idle_timeout: float | None = None,
-    ) -> Generator[dict[str, Any], None, None]:
-        """Blocking iterator of watch events (type, object) until the server ends the watch.
-        The request is sent before the first event is asked for. ``idle_timeout``: ``Timeout``
-        when nothing at all arrives for that long (default: the watch's own length + 30 s)."""
+        opened: Callable[[], None] | None = None,
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """Watch events (type, object) as they arrive, until the server ends the watch.
+        ``idle_timeout``: ``Timeout`` when nothing at all arrives for that long (default: the
+        watch's own length + 30 s). ``opened``: called once the server accepted the watch.
+        Close it (``aclose``) when done with it early."""
         query = [
             *(extra or []),
             ("watch", "1"),
@@ -247,38 +171,9 @@ class Kube:
             ("allowWatchBookmarks", "true"),
             ("timeoutSeconds", str(timeout_seconds)),
         ]
-        from urllib3.exceptions import HTTPError as Urllib3Error
-        from urllib3.exceptions import TimeoutError as Urllib3Timeout
-
-        read = idle_timeout if idle_timeout is not None else timeout_seconds + 30
-        stream = self._request("GET", path, None, query, (min(30.0, read), read))  # urllib3 response
-        return self._events(stream, path, read, Urllib3Error, Urllib3Timeout)
-
-    @staticmethod
-    def _events(
-        stream: Any, path: str, idle: float, http_error: type[Exception], timeout_error: type[Exception]
-    ) -> Generator[dict[str, Any], None, None]:
-        buffer = b""
-        try:
-            for chunk in stream.stream(65536, decode_content=True):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        yield orjson.loads(line)
-        except (http_error, OSError) as e:
-            if isinstance(e, timeout_error) or isinstance(getattr(e, "reason", None), timeout_error):
-                raise Timeout(0, f"nothing received for {idle:g}s", request=f"watch {path}") from None
-            raise KubeError(0, str(e), request=f"watch {path}") from None
-        finally:
-            stream.release_conn()
-
-
-def _secs(timeout: float | tuple[float, float]) -> str:
-    return f"{timeout[1]:g}s" if isinstance(timeout, tuple) else f"{timeout:g}s"
-
-
-async def _off_loop(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` in a Kubernetes thread, with the caller's context (as ``to_thread``)."""
-    ctx = contextvars.copy_context()
-    return await asyncio.get_running_loop().run_in_executor(_POOL, functools.partial(ctx.run, fn, *args))
+        if self.limiter is not None:
+            await self.limiter.bucket(path).wait()
+        assert self.http is not None
+        idle = idle_timeout if idle_timeout is not None else timeout_seconds + 30
+        async for event in self.http.watch(path, query, idle, opened):
+            yield event

@@ -14,7 +14,6 @@ an APIService registered after start is picked up on first use.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 from .client import Kube
@@ -39,33 +38,31 @@ class RESTMapper:
         self.kube = kube
         self._cache: dict[tuple[str, str], Mapping] = {}  # (group, kind) -> mapping
         self._versions: dict[str, str] = {}
-        self._lock = threading.Lock()
 
-    def _discover(self, group: str) -> None:
+    async def _discover(self, group: str) -> None:
         """Every kind the group serves, each at the first version serving it, the
         preferred version first: the version a scale GET goes to (client-go's scale client
         asks its RESTMapper for the group-resource's preferred version)."""
         if group:
             try:
-                listing = self.kube.get_sync(f"/apis/{group}")
+                listing = await self.kube.get(f"/apis/{group}")
             except NotFound:
                 return
             preferred = (listing.get("preferredVersion") or {}).get("version")
             versions = [str(v["version"]) for v in listing.get("versions", [])]
             versions.sort(key=lambda v: v != preferred)
         else:
-            versions = [str(v) for v in self.kube.get_sync("/api").get("versions", ["v1"])]
+            versions = [str(v) for v in (await self.kube.get("/api")).get("versions", ["v1"])]
         found: dict[tuple[str, str], Mapping] = {}
         for version in versions:
             try:
-                resources = self.kube.get_sync(GroupVersion(group, version).path).get("resources", [])
+                resources = (await self.kube.get(GroupVersion(group, version).path)).get("resources", [])
             except KubeError:  # an aggregated version whose server is down: as discovery skips it
                 continue
             for r in resources:
                 if "/" not in r["name"]:
                     found.setdefault((group, r["kind"]), Mapping(group, version, r["name"], r["namespaced"]))
-        with self._lock:
-            self._cache.update(found)
+        self._cache.update(found)
 
     def cached_mapping(self, api_version: str, kind: str) -> Mapping | None:
         """The resource already discovered, without I/O (None: ask ``mapping``)."""
@@ -73,10 +70,9 @@ class RESTMapper:
             gv = GroupVersion.parse(api_version)
         except GroupVersionError:
             return None
-        with self._lock:
-            return self._cache.get((gv.group, kind))
+        return self._cache.get((gv.group, kind))
 
-    def mapping(self, api_version: str, kind: str) -> Mapping:
+    async def mapping(self, api_version: str, kind: str) -> Mapping:
         """The resource of a scaleTargetRef's kind, as kube-controller-manager maps it:
         by group and kind in any served version (the reference's version is not used), and
         whether it has a scale subresource is the scale GET's answer, not discovery's.
@@ -84,20 +80,20 @@ class RESTMapper:
         gv = _group_version(api_version)
         key = (gv.group, kind)
         if key not in self._cache:
-            self._discover(gv.group)  # again on every miss: a CRD installed since is found
+            await self._discover(gv.group)  # again on every miss: a CRD installed since is found
         found = self._cache.get(key)
         if found is None:
             raise NotFound(404, f'no matches for kind "{kind}" in group "{gv.group}"')
         return found
 
-    def resource_for(self, api_version: str, kind: str) -> str:
+    async def resource_for(self, api_version: str, kind: str) -> str:
         """Plural resource for any kind (described objects of Object metrics need no scale)."""
         known = self.cached_resource(api_version, kind)
         if known is not None:
             return known
         gv = _group_version(api_version)
         try:
-            for r in self.kube.get_sync(gv.path).get("resources", []):
+            for r in (await self.kube.get(gv.path)).get("resources", []):
                 if r["kind"] == kind and "/" not in r["name"]:
                     return str(r["name"])
         except KubeError:
@@ -106,8 +102,7 @@ class RESTMapper:
 
     def cached_version(self, group: str) -> str | None:
         """The preferred version already learned, without I/O (None: ask ``preferred_version``)."""
-        with self._lock:
-            return self._versions.get(group)
+        return self._versions.get(group)
 
     def cached_resource(self, api_version: str, kind: str) -> str | None:
         """The plural of a well-known kind, without I/O (None: ask ``resource_for``)."""
@@ -118,19 +113,17 @@ class RESTMapper:
         known = by_kind(gv.group, kind)
         return known.plural if known is not None else None
 
-    def preferred_version(self, group: str, refresh: bool = False) -> str:
+    async def preferred_version(self, group: str, refresh: bool = False) -> str:
         """The version of ``group`` the API server prefers; NotFound if it serves none."""
-        with self._lock:
-            cached = self._versions.get(group)
+        cached = self._versions.get(group)
         if cached is not None and not refresh:
             return cached
-        version = str(self.kube.get_sync(f"/apis/{group}")["preferredVersion"]["version"])
-        with self._lock:
-            self._versions[group] = version
+        version = str((await self.kube.get(f"/apis/{group}"))["preferredVersion"]["version"])
+        self._versions[group] = version
         return version
 
 
-def served_resources(kube: Kube) -> tuple[dict[str, set[str]], list[str]]:
+async def served_resources(kube: Kube) -> tuple[dict[str, set[str]], list[str]]:
     """Every resource the API server serves, as group -> plural names (core is ""), and
     the group-versions that did not answer (an aggregated API whose server is down).
 
@@ -139,13 +132,13 @@ def served_resources(kube: Kube) -> tuple[dict[str, set[str]], list[str]]:
     """
     served: dict[str, set[str]] = {}
     failed: list[str] = []
-    versions = [("", v) for v in kube.get_sync("/api").get("versions", ["v1"])]
-    for g in kube.get_sync("/apis").get("groups", []):
+    versions = [("", v) for v in (await kube.get("/api")).get("versions", ["v1"])]
+    for g in (await kube.get("/apis")).get("groups", []):
         versions += [(g["name"], v["version"]) for v in g.get("versions", [])]
     for group, version in versions:
         gv = GroupVersion(group, version)
         try:
-            listing = kube.get_sync(gv.path)
+            listing = await kube.get(gv.path)
         except KubeError:
             failed.append(str(gv))
             continue

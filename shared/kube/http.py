@@ -14,9 +14,10 @@ through ``auth_settings()`` so the in-cluster token file and exec or OIDC creden
 refresh exactly as they do for the client. Where the configuration has a refresh hook
 (which may read a file or run an exec credential plugin) it runs in a thread, at most once
 every ``AUTH_REFRESH`` seconds, with concurrent callers sharing one refresh: never on the
-event loop. A configuration this module
-does not reproduce (a proxy, a TLS server name, a pinned hostname, socket options) keeps
-the threaded client: ``unsupported`` says why.
+event loop. The rest of the configuration is honoured as the client honours it: a proxy
+(``proxy``, ``proxy_headers``, ``no_proxy``; https through a CONNECT tunnel), a TLS server
+name or a pinned hostname (the name the certificate is checked against), socket options.
+Watches stream on connections of their own (``watch``).
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ import asyncio
 import http
 import ssl
 import urllib.parse
+from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from shared.httpclient import Connections, Origin
+from shared.httpclient import Connections, Origin, Proxy
 
 from .errors import KubeError, Timeout, from_status
 
@@ -43,17 +45,18 @@ AUTH_REFRESH = 10.0  # seconds a refreshed credential is reused before the hook 
 Query = list[tuple[str, str]] | None
 
 
-def unsupported(conf: Configuration) -> str | None:
-    """Why this configuration needs the client's own transport (None: it does not)."""
-    if conf.proxy:
-        return "an HTTP proxy is configured"
-    if conf.tls_server_name:
-        return "a TLS server name is configured"
-    if conf.assert_hostname not in (None, False):
-        return "a pinned TLS hostname is configured"
-    if conf.socket_options:
-        return "socket options are configured"
-    return None
+def origin_of(conf: Configuration, tls: ssl.SSLContext | None) -> Origin:
+    """Where and how to connect, as the client would: its server, its TLS name, its proxy
+    unless ``no_proxy`` (or the environment's NO_PROXY) exempts the server, its socket options."""
+    from requests.utils import should_bypass_proxies  # the kubernetes client's own rule
+
+    base = Origin.of(conf.host.rstrip("/"), tls or False)
+    name = conf.tls_server_name or (conf.assert_hostname if isinstance(conf.assert_hostname, str) else None)
+    proxy = None
+    if conf.proxy and not should_bypass_proxies(conf.host, no_proxy=getattr(conf, "no_proxy", None) or ""):
+        proxy = Proxy.of(conf.proxy, conf.proxy_headers)
+    options = tuple((int(a), int(b), int(c)) for a, b, c in conf.socket_options or ())
+    return Origin(base.scheme, base.host, base.port, base.prefix, base.tls, name or None, proxy, options)
 
 
 def ssl_context(conf: Configuration) -> ssl.SSLContext:
@@ -80,13 +83,19 @@ class AsyncHTTP:
         self.base = conf.host.rstrip("/")
         self.user_agent = user_agent
         self.connections = connections
-        self._ssl = ssl_context(conf) if self.base.startswith("https:") else None
-        self._origin = Origin.of(self.base, self._ssl or False)
+        self._where: Origin | None = None  # made on first use: a client may be built unconfigured
         self._pool: Connections | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.auth_refresh = AUTH_REFRESH
         self._auth_cached: tuple[float, dict[str, str]] | None = None
         self._auth_refresh: asyncio.Future[dict[str, str]] | None = None
+
+    def _origin(self) -> Origin:
+        """Where to connect and how (ValueError: the configuration names no usable server)."""
+        if self._where is None:
+            tls = ssl_context(self.conf) if self.base.startswith("https:") else None
+            self._where = origin_of(self.conf, tls)
+        return self._where
 
     def _connections(self) -> Connections:
         """This loop's pool (a pool's connections belong to the loop that opened them)."""
@@ -125,13 +134,11 @@ class AsyncHTTP:
         """The decoded JSON answer; a non-2xx answer raises its typed ``KubeError``."""
         what = f"{method} {path}"
         data = orjson.dumps(body) if body is not None else None
-        target = urllib.parse.quote(path, safe="/:@!$&'()*+,;=-._~%") + (
-            "?" + urllib.parse.urlencode(query) if query else ""
-        )
+        target = _target(path, query)
         try:
             headers = await self._auth()
             status, raw = await self._connections().request(
-                self._origin, method, target, {**_HEADERS, **headers}, data, timeout
+                self._origin(), method, target, {**_HEADERS, **headers}, data, timeout
             )
         except TimeoutError:
             raise Timeout(0, f"no answer within {timeout:g}s", request=what) from None
@@ -141,10 +148,50 @@ class AsyncHTTP:
             raise from_status(status, raw, what, _reason(status))
         return orjson.loads(raw) if raw else {}
 
+    async def watch(
+        self, path: str, query: Query, idle: float, opened: Callable[[], None] | None = None
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """The watch events of ``GET path?query`` as they arrive, until the server ends the
+        watch. ``Timeout`` when nothing at all arrives for ``idle`` seconds; a refusal raises
+        its typed ``KubeError`` before the first event. ``opened`` is called once the server
+        has accepted the watch."""
+        what = f"watch {path}"
+        target = _target(path, query)
+        try:
+            headers = await self._auth()
+            async with self._connections().stream(self._origin(), target, {**_HEADERS, **headers}, idle) as (
+                status,
+                raw,
+                chunks,
+            ):
+                if not 200 <= status < 300:
+                    raise from_status(status, raw, f"GET {path}", _reason(status))
+                if opened is not None:
+                    opened()
+                buffer = b""
+                async for chunk in chunks:
+                    buffer += chunk
+                    if b"\n" not in buffer:
+                        continue
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if line.strip():
+                            yield orjson.loads(line)
+        except TimeoutError:
+            raise Timeout(0, f"nothing received for {idle:g}s", request=what) from None
+        except (OSError, ValueError) as e:
+            raise KubeError(0, str(e) or type(e).__name__, request=what) from None
+
     async def close(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None and self._loop is asyncio.get_running_loop():
             await pool.close()
+
+
+def _target(path: str, query: Query) -> str:
+    return urllib.parse.quote(path, safe="/:@!$&'()*+,;=-._~%") + (
+        "?" + urllib.parse.urlencode(query) if query else ""
+    )
 
 
 def _reason(status: int) -> str:

@@ -1,4 +1,4 @@
-"""A list+watch cache of one resource, kept current in a background thread.
+"""A list+watch cache of one resource, kept current by a task on the event loop.
 
 client-go's informer and indexer in one small class: the controller reads HPAs and pods
 from these caches instead of listing per reconcile, the adapter resolves ``*`` +
@@ -15,13 +15,18 @@ knows how long it has heard nothing from the API server (``age``: since the last
 watch start, event or bookmark): a watch that delivers nothing, not even a bookmark, for
 ``watch_idle_timeout`` is dropped and re-established from the last resourceVersion, so a
 connection that died without a word is noticed, and readers judge staleness by ``age``.
-An event loop waits for the first list with ``wait_synced``, which holds no thread.
+Readers wait for the first list with ``wait_synced``.
+
+Everything runs on the loop that started it, readers included, so the cache needs no lock:
+a relist swaps in a new cache in one assignment, and yields to the loop between pages and
+while it indexes, so a 20,000-pod list does not hold up a request for its length.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import random
-import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -45,9 +50,10 @@ from .indexes import (
     namespace_index,
     selected_keys,
 )
-from .loopevent import LoopEvent
 
 log = structlog.get_logger("informer")
+
+INDEX_BATCH = 2000  # objects indexed between two yields to the loop, in a relist
 
 
 @dataclass
@@ -60,8 +66,7 @@ class Informer:
     # no reader needs keeps a 20,000-pod cache small
     transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     objects: dict[Key, dict[str, Any]] = field(default_factory=dict)
-    synced: LoopEvent = field(default_factory=LoopEvent)
-    stopped: threading.Event = field(default_factory=threading.Event)
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
     error: str = ""
     relists: int = 0
     # the newest resourceVersion the cache has taken in (a list, an event or a bookmark): what
@@ -72,7 +77,7 @@ class Informer:
     # namespace (O(HPAs x pods) per sync period)
     indexers: dict[str, IndexFunc] = field(default_factory=default_indexers)
     _indexes: dict[str, dict[Hashable, set[Key]]] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _task: asyncio.Task[None] | None = None
     # objects per LIST page (client-go's reflector pages by 500): each page is shrunk by
     # ``transform`` before the next is read, so the peak memory of a relist is one page of
     # whole objects instead of the whole list (20,000 pods: ~10 KB of JSON each)
@@ -105,16 +110,36 @@ class Informer:
         self.last_contact = time.monotonic()
 
     async def wait_synced(self, timeout: float | None = None) -> bool:
-        """Until the first list is in (True), or ``timeout`` seconds (False), without a
-        thread: the informer's thread wakes the waiting loop."""
-        return await self.synced.wait_async(timeout)
+        """Until the first list is in (True), or ``timeout`` seconds (False)."""
+        if self.synced.is_set():
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                await self.synced.wait()
+        except TimeoutError:
+            return False
+        return True
 
     def start(self) -> Informer:
-        threading.Thread(target=self._run, name=f"informer{self.path}", daemon=True).start()
+        """Start listing and watching, on the running loop."""
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"informer {self.path}")
         return self
 
     def stop(self) -> None:
-        self.stopped.set()
+        if self._task is not None:
+            self._task.cancel()
+
+    async def aclose(self) -> None:
+        """Stop, and wait until its watch's connection is closed."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    @property
+    def stopped(self) -> bool:
+        return self._task is None or self._task.done()
 
     def selection_generation(self, namespace: str | None) -> tuple[int, int]:
         """Moves whenever what ``select(namespace, ...)`` can answer changes -- an object of
@@ -133,9 +158,8 @@ class Informer:
 
     def by_index(self, index: str, value: Hashable) -> list[dict[str, Any]]:
         """The objects whose ``index`` function yields ``value`` (client-go's ByIndex)."""
-        with self._lock:
-            keys = self._indexes.get(index, {}).get(value, set())
-            return [o for k in keys if (o := self.objects.get(k)) is not None]
+        keys = self._indexes.get(index, {}).get(value, set())
+        return [o for k in keys if (o := self.objects.get(k)) is not None]
 
     def select(self, namespace: str | None, selector: Selector | None = None) -> list[dict[str, Any]]:
         """Objects of one namespace (every namespace for None) that match ``selector``.
@@ -151,14 +175,13 @@ class Informer:
         requirements = selector.requirements if selector is not None else ()
         indexed = self.indexers.get("label") is label_index
         rest = [r for r in requirements if not indexed or r.operator not in INDEXED_OPERATORS]
-        with self._lock:
-            keys = selected_keys(self._indexes, namespace, requirements if indexed else ())
-            objs = [o for k in keys if (o := self.objects.get(k)) is not None]
+        keys = selected_keys(self._indexes, namespace, requirements if indexed else ())
+        objs = [o for k in keys if (o := self.objects.get(k)) is not None]
         if not rest:
             return objs
         return [o for o in objs if all(r.matches(o["metadata"].get("labels") or {}) for r in rest)]
 
-    def _list(self, query: list[tuple[str, str]]) -> tuple[dict[Key, dict[str, Any]], str]:
+    async def _list(self, query: list[tuple[str, str]]) -> tuple[dict[Key, dict[str, Any]], str]:
         """Every object (shrunk) and the list's resourceVersion, a page at a time. A continue
         token that expired between pages (410) restarts the list in one piece, as client-go
         does; the pages of one list are one consistent snapshot."""
@@ -167,12 +190,12 @@ class Informer:
         while True:
             paging = [("limit", str(self.page_size))] + ([("continue", token)] if token else [])
             try:
-                page = self.kube.get_sync(self.path, [*query, *paging])
+                page = await self.kube.get(self.path, [*query, *paging])
             except Gone:
                 if not token:
                     raise
                 fresh.clear()
-                page, token = self.kube.get_sync(self.path, query), ""
+                page, token = await self.kube.get(self.path, query), ""
             for o in page.get("items", []):
                 kept = self._shrink(o)  # keyed by its strings: a transform may share them
                 fresh[(kept["metadata"].get("namespace", ""), kept["metadata"]["name"])] = kept
@@ -185,7 +208,7 @@ class Informer:
         return self.transform(obj) if self.transform is not None and "metadata" in obj else obj
 
     def _index(self, key: Key, obj: dict[str, Any] | None) -> None:
-        """Point the indexes at ``obj`` (None: forget ``key``); caller holds the lock."""
+        """Point the indexes at ``obj`` (None: forget ``key``)."""
         old = self.objects.get(key)
         if old is None or obj is None or _labels(old) != _labels(obj):
             self._namespace_changes[key[0]] = self._namespace_changes.get(key[0], 0) + 1
@@ -208,20 +231,18 @@ class Informer:
             except Exception as e:  # a callback must never kill the watch
                 log.warning("informer callback failed", path=self.path, error=str(e))
 
-    def _run(self) -> None:
+    async def _run(self) -> None:
         backoff = 0.5
         query = [("labelSelector", self.label_selector)] if self.label_selector else []
-        while not self.stopped.is_set():
+        while True:
             try:
-                rv = self._relist(query)
+                rv = await self._relist(query)
                 backoff = 0.5
-                while not self.stopped.is_set():
-                    rv = self._watch(query, rv)
+                while True:
+                    rv = await self._watch(query, rv)
             except Exception as e:  # whatever it was, heal: log, back off, re-list
                 self.failures += 1
                 self.error = str(e) or type(e).__name__
-                if self.stopped.is_set():
-                    break
                 if isinstance(e, Unauthorized | Forbidden):
                     # not transient: say which permission is missing; keep retrying so a fixed
                     # RoleBinding takes effect without a restart
@@ -240,22 +261,24 @@ class Informer:
                         backoff=backoff,
                         exc_info=e,
                     )
-                self.stopped.wait(backoff)
+                await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 10.0)
 
-    def _relist(self, query: list[tuple[str, str]]) -> str:
+    async def _relist(self, query: list[tuple[str, str]]) -> str:
         """List everything, swap the cache in one piece, report the differences; the list's
         resourceVersion, to watch from."""
-        fresh, rv = self._list(query)
+        fresh, rv = await self._list(query)
         self._contact()
-        gone = [self.objects[k] for k in self.objects.keys() - fresh.keys()]
         indexes: dict[str, dict[Hashable, set[Key]]] = {}
-        for k, o in fresh.items():
+        for i, (k, o) in enumerate(fresh.items()):
             add_to_indexes(indexes, self.indexers, k, o)
-        with self._lock:  # one swap: readers never see a half-built cache
-            self.objects, self._indexes = fresh, indexes
-            self._epoch += 1
-            self.last_sync_rv = rv
+            if i % INDEX_BATCH == INDEX_BATCH - 1:
+                await asyncio.sleep(0)  # let the loop serve meanwhile
+        gone = [self.objects[k] for k in self.objects.keys() - fresh.keys()]
+        # one swap: readers never see a half-built cache
+        self.objects, self._indexes = fresh, indexes
+        self._epoch += 1
+        self.last_sync_rv = rv
         self.relists += 1
         for obj in gone:
             self._notify("DELETED", obj)
@@ -265,16 +288,20 @@ class Informer:
         self.error = ""
         return rv
 
-    def _watch(self, query: list[tuple[str, str]], rv: str) -> str:
+    async def _watch(self, query: list[tuple[str, str]], rv: str) -> str:
         """One watch from ``rv`` until the server ends it or it goes quiet for
         ``watch_idle_timeout``; the last resourceVersion seen, to watch on from."""
         server_timeout = self.watch_timeout + random.randrange(self.watch_timeout or 1)
-        events = self.kube.watch_sync(
-            self.path, rv, server_timeout, extra=query, idle_timeout=self.watch_idle_timeout
+        events = self.kube.watch(
+            self.path,
+            rv,
+            server_timeout,
+            extra=query,
+            idle_timeout=self.watch_idle_timeout,
+            opened=self._contact,
         )
-        self._contact()
         try:
-            for event in events:
+            async for event in events:
                 self._contact()
                 kind, raw = event.get("type", ""), event.get("object", {})
                 if kind == "ERROR":
@@ -289,14 +316,13 @@ class Informer:
                 if self.label_selector and kind != "DELETED" and not _matches(obj, self.label_selector):
                     kind = "DELETED"  # it no longer matches: forget it
                 key = (meta.get("namespace", ""), meta.get("name", ""))
-                with self._lock:
-                    self._index(key, None if kind == "DELETED" else obj)
-                    self.last_sync_rv = rv
+                self._index(key, None if kind == "DELETED" else obj)
+                self.last_sync_rv = rv
                 self._notify(kind, obj)
         except Timeout:
             log.info("watch went quiet; re-watching", path=self.path, idle_seconds=self.watch_idle_timeout)
         finally:
-            events.close()  # its connection back to the pool (or closed), whatever ended the watch
+            await events.aclose()  # its connection closed, whatever ended the watch
         return rv
 
 

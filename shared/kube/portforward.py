@@ -1,38 +1,33 @@
-"""Synchronous reads and a port-forward for command-line tools (``why``): the API server's
+"""Synchronous reads and a port-forward for command-line tools (``why``). Reads go through
+``Kube`` like every other request; the port-forward is the API server's
 ``pods/portforward`` over the WebSocket the kubernetes client opens, so a pod's port is
 reached from wherever the kubeconfig reaches the API server -- outside the cluster too."""
 
 from __future__ import annotations
 
-import json
+import asyncio
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .client import load
+from .client import Kube, load
 from .errors import KubeError
+from .resources import LEASE, POD
 
 
 def read(kubeconfig: str | None, kind: str, namespace: str, name: str) -> dict[str, Any]:
-    """A Lease (``kind`` "lease") or Pod ("pod") as a plain document."""
-    from kubernetes import client as k8s
-    from kubernetes.client.exceptions import ApiException
+    """A Lease (``kind`` "lease") or Pod ("pod") as a plain document; ``KubeError`` names
+    the status, or 0 when the API server did not answer within 15 s."""
+    resource = {"lease": LEASE, "pod": POD}[kind]
+    return asyncio.run(_get(Kube(load(kubeconfig)), resource.path(namespace, name)))
 
-    api = load(kubeconfig)
-    call: Any = {
-        "lease": k8s.CoordinationV1Api(api).read_namespaced_lease,
-        "pod": k8s.CoreV1Api(api).read_namespaced_pod,
-    }[kind]
-    from urllib3.exceptions import HTTPError as TransportError
 
+async def _get(kube: Kube, path: str) -> dict[str, Any]:
     try:
-        return dict(json.loads(call(name, namespace, _preload_content=False, _request_timeout=15).data))
-    except ApiException as e:
-        raise KubeError(e.status or 0, str(e.reason), request=f"GET {kind} {namespace}/{name}") from None
-    except (OSError, TransportError) as e:  # refused, unreachable, timed out
-        reason = getattr(e, "reason", None) or e
-        raise KubeError(0, str(reason), request=f"GET {kind} {namespace}/{name}") from None
+        return dict(await kube.get(path, timeout=15))
+    finally:
+        await kube.aclose()
 
 
 @contextmanager

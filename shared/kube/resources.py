@@ -103,7 +103,7 @@ _BY_SINGULAR = {r.singular: r for r in WELL_KNOWN}
 _BY_KIND = {(r.group, r.kind): r for r in WELL_KNOWN}
 
 POD, NAMESPACE, NODE = _BY_PLURAL["pods"], _BY_PLURAL["namespaces"], _BY_PLURAL["nodes"]
-HPA = _BY_PLURAL["horizontalpodautoscalers"]
+HPA, LEASE = _BY_PLURAL["horizontalpodautoscalers"], _BY_PLURAL["leases"]
 
 
 def by_plural(plural: str, group: str | None = None) -> Resource | None:

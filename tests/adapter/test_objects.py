@@ -3,7 +3,6 @@ kept while it cannot have changed, and follows every change that can change it."
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -16,6 +15,8 @@ from rules.naming import PODS
 from shared.kube.client import Kube
 from shared.kube.client import load
 from shared.selectors import parse
+from tests.loopthread import LoopThread
+from tests.loopthread import loop_thread
 from tests.support import pod_manifest
 from tests.support import wait_until
 
@@ -33,19 +34,33 @@ def objects(cluster: Cluster) -> Iterator[ObjectCache]:
     cluster.kubectl("create", "namespace", NS, check=False)
     items = [pod("web-1", {"app": "web"}), pod("web-2", {"app": "web"}), pod("api-1", {"app": "api"})]
     cluster.apply(items)
-    cache = ObjectCache(Kube(load(str(cluster.kubeconfig))))
-    yield cache
-    cache.close()
+    kube = Kube(load(str(cluster.kubeconfig)))
+    cache = ObjectCache(kube)
+    with loop_thread() as bg:
+        BG.append(bg)  # the loop its informers run on, as the adapter's serving loop
+        try:
+            yield cache
+        finally:
+            BG.clear()
+            bg.run(cache.aclose())
+            bg.run(kube.aclose())
     for ns in (NS, ELSEWHERE):
         cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
+BG: list[LoopThread] = []
+
+
+def names(cache: ObjectCache, selector: str) -> Sequence[str]:
+    return BG[0].run(cache.names(NS, PODS, parse(selector)))
+
+
 def web(cache: ObjectCache) -> Sequence[str]:
-    return asyncio.run(cache.names(NS, PODS, parse("app=web")))
+    return names(cache, "app=web")
 
 
 def resource_version(cache: ObjectCache, name: str) -> str:
-    obj = cache._informers[PODS].get(NS, name)
+    obj = BG[0].call(cache._informers[PODS].get, NS, name)
     assert obj is not None
     return str(obj["metadata"]["resourceVersion"])
 
@@ -80,4 +95,4 @@ def test_a_selection_is_kept_until_an_object_or_its_labels_change(
     wait_until(lambda: list(web(objects)) == ["web-2", "web-3"], what="the new pod seen")
     cluster.kubectl("-n", NS, "delete", "pod", "web-2", "--grace-period=0", "--force")
     wait_until(lambda: list(web(objects)) == ["web-3"], what="the deletion seen")
-    assert list(asyncio.run(objects.names(NS, PODS, parse("app=api")))) == ["api-1", "web-1"]
+    assert list(names(objects, "app=api")) == ["api-1", "web-1"]

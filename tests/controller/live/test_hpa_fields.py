@@ -77,7 +77,7 @@ def test_a_status_written_from_the_trimmed_copy_keeps_the_servers_managed_fields
     before = served()
 
     async def write() -> dict[str, Any] | None:
-        kube = Kube(load(str(cluster.kubeconfig))).on_loop()
+        kube = Kube(load(str(cluster.kubeconfig)))
         try:
             return await update_status(
                 kube, hpa_essentials(before), {"currentReplicas": 1, "desiredReplicas": 1}

@@ -33,6 +33,8 @@ from shared.kube.client import Kube
 from shared.kube.client import load
 from shared.kube.informer import Informer
 from shared.kube.informer import without_managed_fields
+from tests.loopthread import LoopThread
+from tests.loopthread import loop_thread
 from tests.netproxy import Proxy
 from tests.support import wait_until
 
@@ -79,7 +81,7 @@ def checker(informer: Informer, release: Release, gates: dict[str, bool] | None 
 
 def write_status(cluster: Cluster, name: str) -> dict[str, Any]:
     async def go() -> dict[str, Any]:
-        kube = Kube(load(str(cluster.kubeconfig))).on_loop()
+        kube = Kube(load(str(cluster.kubeconfig)))
         try:
             hpa = await kube.get(f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers/{name}")
             written = await update_status(kube, hpa, {"currentReplicas": 1, "desiredReplicas": 3})
@@ -91,7 +93,14 @@ def write_status(cluster: Cluster, name: str) -> dict[str, Any]:
     return asyncio.run(go())
 
 
-def stale_informer(cluster: Cluster, proxy: Proxy, name: str) -> Informer:
+@pytest.fixture
+def bg() -> Iterator[LoopThread]:
+    """The loop the informer runs on; the test reads it through this loop, as the reconciler does."""
+    with loop_thread() as thread:
+        yield thread
+
+
+def stale_informer(cluster: Cluster, proxy: Proxy, name: str, bg: LoopThread) -> Informer:
     cluster.kubectl("apply", "-f", "-", input=json.dumps(hpa_manifest(name)))
     api = load(str(cluster.kubeconfig))
     api.configuration.host = f"https://127.0.0.1:{proxy.port}"
@@ -100,9 +109,9 @@ def stale_informer(cluster: Cluster, proxy: Proxy, name: str) -> Informer:
         f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers",
         transform=without_managed_fields,
     )
-    informer.start()
-    assert informer.synced.wait(30)
-    wait_until(lambda: informer.get(NS, name) is not None, timeout=30, what="the HPA cached")
+    bg.call(informer.start)
+    assert bg.run(informer.wait_synced(30))
+    wait_until(lambda: bg.call(informer.get, NS, name) is not None, timeout=30, what="the HPA cached")
     proxy.freeze()  # from here the watch delivers nothing: the cache is behind the writes
     return informer
 
@@ -118,9 +127,9 @@ def skips(r: Any) -> float:
 
 
 def test_an_hpa_is_not_decided_until_the_watch_delivers_our_status_write(
-    cluster: Cluster, namespace: str, proxy: Proxy
+    cluster: Cluster, namespace: str, proxy: Proxy, bg: LoopThread
 ) -> None:
-    informer = stale_informer(cluster, proxy, "held")
+    informer = stale_informer(cluster, proxy, "held", bg)
     try:
         r = checker(informer, Release(37))
         written = write_status(cluster, "held")
@@ -128,20 +137,23 @@ def test_an_hpa_is_not_decided_until_the_watch_delivers_our_status_write(
             (NS, "held"), written["metadata"]["uid"], written["metadata"]["resourceVersion"]
         )
         with pytest.raises(StaleReadError, match="is not as new as written version"):
-            Reconciler._ensure_read_own_writes(r, (NS, "held"))  # type: ignore[arg-type]
+            bg.call(Reconciler._ensure_read_own_writes, r, (NS, "held"))
         assert skips(r) == 1
-        assert informer.get(NS, "held")["status"].get("desiredReplicas") != 3  # decided on, it would be stale
+        assert (
+            bg.call(informer.get, NS, "held")["status"].get("desiredReplicas") != 3
+        )  # decided on, it would be stale
         proxy.thaw()  # the watch heals (re-established from its last resourceVersion)
         wait_until(
-            lambda: (informer.get(NS, "held") or {}).get("status", {}).get("desiredReplicas") == 3,
+            lambda: (bg.call(informer.get, NS, "held") or {}).get("status", {}).get("desiredReplicas") == 3,
             timeout=120,
             what="the write delivered by the watch",
         )
-        Reconciler._ensure_read_own_writes(r, (NS, "held"))  # type: ignore[arg-type]
+        bg.call(Reconciler._ensure_read_own_writes, r, (NS, "held"))
         assert len(r.own_writes) == 0  # caught up: forgotten
         assert skips(r) == 1
     finally:
-        informer.stop()
+        bg.run(informer.aclose())
+        bg.run(informer.kube.aclose())
 
 
 @pytest.mark.parametrize(
@@ -150,10 +162,10 @@ def test_an_hpa_is_not_decided_until_the_watch_delivers_our_status_write(
     ids=["before-1.37", "gate-off"],
 )
 def test_without_the_rule_a_stale_cache_is_decided_on(
-    cluster: Cluster, namespace: str, proxy: Proxy, release: Release, gates: dict[str, bool]
+    cluster: Cluster, namespace: str, proxy: Proxy, release: Release, gates: dict[str, bool], bg: LoopThread
 ) -> None:
     name = f"decided-{release.minor}-{len(gates)}"
-    informer = stale_informer(cluster, proxy, name)
+    informer = stale_informer(cluster, proxy, name, bg)
     try:
         r = checker(informer, release, gates)
         written = write_status(cluster, name)
@@ -161,8 +173,9 @@ def test_without_the_rule_a_stale_cache_is_decided_on(
             r.own_writes.wrote_at(
                 (NS, name), written["metadata"]["uid"], written["metadata"]["resourceVersion"]
             )
-        Reconciler._ensure_read_own_writes(r, (NS, name))  # type: ignore[arg-type]
+        bg.call(Reconciler._ensure_read_own_writes, r, (NS, name))
         assert skips(r) == 0
     finally:
         proxy.thaw()
-        informer.stop()
+        bg.run(informer.aclose())
+        bg.run(informer.kube.aclose())

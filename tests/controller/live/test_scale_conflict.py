@@ -36,7 +36,7 @@ def stale_scale(cluster: Cluster, name: str) -> tuple[str, dict[str, Any]]:
 
 def write(cluster: Cluster, path: str, scale: dict[str, Any], release: Release) -> None:
     async def go() -> None:
-        kube = Kube(load(str(cluster.kubeconfig))).on_loop()
+        kube = Kube(load(str(cluster.kubeconfig)))
         try:
             wanted = {**scale, "spec": {**scale["spec"], "replicas": 3}}
             await Reconciler._write_scale(SimpleNamespace(kube=kube, scales=None), path, wanted, 3, release)  # type: ignore[arg-type]

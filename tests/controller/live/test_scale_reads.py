@@ -4,7 +4,6 @@ wherever the watch cannot answer."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -16,8 +15,11 @@ from localcluster import Cluster
 from localcluster.manifests import custom_resource_definition
 from shared.kube.client import Kube
 from shared.kube.client import load
+from shared.kube.discovery import Mapping
 from shared.kube.discovery import RESTMapper
 from shared.kube.errors import NotFound
+from tests.loopthread import LoopThread
+from tests.loopthread import loop_thread
 from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
@@ -75,15 +77,18 @@ def targets(cluster: Cluster) -> Iterator[None]:
 class Reads:
     """ScaleReads over the cluster's admin, with each read's source recorded."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, bg: LoopThread) -> None:
+        self.bg = bg  # the loop the reads and their informers run on
         self.kube = Kube(load(str(cluster.kubeconfig)))
         self.sources: list[str] = []
         self.reads = ScaleReads(self.kube, self.kube, on_read=self.sources.append)
         self.mapper = RESTMapper(self.kube)
 
+    def mapping(self, api_version: str, kind: str) -> Mapping:
+        return self.bg.run(self.mapper.mapping(api_version, kind))
+
     def read(self, api_version: str, kind: str, name: str) -> dict[str, Any]:
-        mapping = self.mapper.mapping(api_version, kind)
-        return asyncio.run(self.reads.read(mapping, NS, name))
+        return self.bg.run(self.reads.read(self.mapping(api_version, kind), NS, name))
 
     def watched(self, api_version: str, kind: str, name: str) -> dict[str, Any]:
         """The read once it comes from the watch (its informer has listed)."""
@@ -99,18 +104,20 @@ class Reads:
 
 @pytest.fixture
 def reads(cluster: Cluster, targets: None) -> Iterator[Reads]:
-    r = Reads(cluster)
-    try:
-        yield r
-    finally:
-        r.reads.stop()
+    with loop_thread() as bg:
+        r = Reads(cluster, bg)
+        try:
+            yield r
+        finally:
+            bg.run(r.reads.aclose())
+            bg.run(r.kube.aclose())
 
 
 @pytest.mark.parametrize("ref", list(TARGETS), ids=[k for _, k, _ in TARGETS])
 def test_a_watched_scale_is_the_scale_a_get_answers(reads: Reads, ref: tuple[str, str, str]) -> None:
     watched = reads.watched(*ref)
-    path = reads.mapper.mapping(ref[0], ref[1]).scale_path(NS, ref[2])
-    assert watched == reads.kube.get_sync(path)
+    path = reads.mapping(ref[0], ref[1]).scale_path(NS, ref[2])
+    assert watched == reads.bg.run(reads.kube.get(path))
 
 
 def test_a_target_not_in_the_cache_is_the_gets_not_found(reads: Reads) -> None:
@@ -122,15 +129,30 @@ def test_a_target_not_in_the_cache_is_the_gets_not_found(reads: Reads) -> None:
 
 def test_the_read_after_our_write_sees_the_write_before_the_watch_delivers_it(reads: Reads) -> None:
     scale = reads.watched("apps/v1", "Deployment", "d")
-    path = reads.mapper.mapping("apps/v1", "Deployment").scale_path(NS, "d")
+    mapping = reads.mapping("apps/v1", "Deployment")
+    path = mapping.scale_path(NS, "d")
     want = scale.get("spec", {}).get("replicas", 0) + 1
     informer = reads.reads._sources[("apps", "v1", "deployments")].informer
     assert informer is not None
-    with informer._lock:  # the watch cannot apply the write's event while this is held
-        answer = asyncio.run(reads.kube.put(path, {**scale, "spec": {"replicas": want}}))
-        reads.reads.wrote(path, answer)
-        assert informer.get(NS, "d")["metadata"]["resourceVersion"] == scale["metadata"]["resourceVersion"]
-        assert reads.read("apps/v1", "Deployment", "d")["spec"]["replicas"] == want
-        assert reads.sources[-1] == "get"
+
+    async def write_then_read() -> tuple[str, dict[str, Any]]:
+        held: list[tuple[Any, Any]] = []
+        apply = informer._index
+        informer._index = lambda key, obj: held.append((key, obj))  # type: ignore[method-assign]
+        try:  # the watch's events wait: the write is not in the cache
+            answer = await reads.kube.put(path, {**scale, "spec": {"replicas": want}})
+            reads.reads.wrote(path, answer)
+            cached = informer.get(NS, "d")
+            assert cached is not None
+            return str(cached["metadata"]["resourceVersion"]), await reads.reads.read(mapping, NS, "d")
+        finally:
+            del informer._index
+            for key, obj in held:
+                apply(key, obj)
+
+    cached_version, read = reads.bg.run(write_then_read())
+    assert cached_version == scale["metadata"]["resourceVersion"]
+    assert read["spec"]["replicas"] == want
+    assert reads.sources[-1] == "get"
     # once the watch has delivered it, the watch answers again
     assert reads.watched("apps/v1", "Deployment", "d")["spec"]["replicas"] == want

@@ -1,16 +1,19 @@
 """Kubernetes calls from the event loop (shared.kube.http) against the real kube-apiserver:
-the same answers and typed errors as the client's own transport, the same identity (client
-certificate or bearer token, a rotated token seen on the next call), the write guard, and
-a deadline that holds against a server that never answers."""
+the answers kubectl gets and typed errors, the identity the client's configuration gives
+(client certificate or bearer token, a rotated token seen on the next call), its proxy and
+TLS server name, the write guard, and a deadline that holds against a server that never
+answers."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import kubernetes
 import pytest
@@ -25,7 +28,7 @@ from shared.kube.errors import KubeError
 from shared.kube.errors import NotFound
 from shared.kube.errors import Timeout
 from shared.kube.http import AsyncHTTP
-from shared.kube.http import unsupported
+from tests.netproxy import Proxy
 
 NS = "kube-http"
 
@@ -50,26 +53,24 @@ def namespace(cluster: Cluster) -> str:
     return NS
 
 
-async def both(kube: Kube, path: str) -> tuple[object, object]:
-    fast = kube.on_loop()
+async def get_once(kube: Kube, path: str) -> Any:
     try:
-        return await fast.get(path), await kube.get(path)
+        return await kube.get(path)
     finally:
-        await fast.aclose()
+        await kube.aclose()
 
 
-def test_get_answers_equal_the_client_transport(cluster: Cluster, namespace: str) -> None:
-    kube = Kube(load(str(cluster.kubeconfig)))
-    assert kube.on_loop().http is not None
+def test_get_answers_what_kubectl_gets(cluster: Cluster, namespace: str) -> None:
     cluster.kubectl("-n", NS, "create", "configmap", "same", "--from-literal=k=v", check=False)
-    on_loop, threaded = asyncio.run(both(kube, f"{CM_PATH}/same"))
-    assert on_loop == threaded
-    assert on_loop["data"] == {"k": "v"}  # type: ignore[index]
+    ours = asyncio.run(get_once(Kube(load(str(cluster.kubeconfig))), f"{CM_PATH}/same"))
+    theirs = json.loads(cluster.kubectl("get", "--raw", f"{CM_PATH}/same").stdout)
+    assert ours == theirs
+    assert ours["data"] == {"k": "v"}
 
 
 def test_writes_and_typed_errors(cluster: Cluster, namespace: str) -> None:
     async def go() -> None:
-        kube = Kube(load(str(cluster.kubeconfig))).on_loop()
+        kube = Kube(load(str(cluster.kubeconfig)))
         try:
             created = await kube.post(CM_PATH, configmap("written", "1"))
             assert created["metadata"]["resourceVersion"]
@@ -99,7 +100,7 @@ def test_bearer_token_identity_is_the_service_account(
     config = service_account_kubeconfig(cluster, NS, "reader", tmp_path / "reader.kubeconfig")
 
     async def go() -> None:
-        kube = Kube(load(str(config))).on_loop()
+        kube = Kube(load(str(config)))
         assert kube.http is not None
         try:
             with pytest.raises(Forbidden) as refused:
@@ -148,7 +149,7 @@ def test_a_rotated_token_is_used_once_the_refresh_interval_has_passed(
         finally:
             await kube.aclose()
 
-    kube = Kube(kubernetes.client.ApiClient(conf)).on_loop()
+    kube = Kube(kubernetes.client.ApiClient(conf))
     assert kube.http is not None
     kube.http.auth_refresh = 0.0
     first, second = asyncio.run(go())
@@ -170,7 +171,7 @@ def test_a_refreshed_credential_is_reused_within_the_refresh_interval(
     conf.api_key = {"BearerToken": token}
     conf.api_key_prefix = {"BearerToken": "Bearer"}
     conf.refresh_api_key_hook = lambda c: calls.append(time.monotonic())
-    kube = Kube(kubernetes.client.ApiClient(conf)).on_loop()
+    kube = Kube(kubernetes.client.ApiClient(conf))
 
     async def go() -> None:
         try:
@@ -192,7 +193,7 @@ def test_the_write_guard_refuses_before_the_request_leaves(cluster: Cluster, nam
         raise RefusedError("not the leader")
 
     async def go() -> None:
-        kube = Kube(load(str(cluster.kubeconfig))).on_loop().guarded(refuse)
+        kube = Kube(load(str(cluster.kubeconfig))).guarded(refuse)
         try:
             await kube.get(f"/api/v1/namespaces/{NS}")  # reads pass
             with pytest.raises(RefusedError):
@@ -270,17 +271,52 @@ def test_a_refused_connection_is_an_error_without_a_status() -> None:
     assert error.request == "GET /version"
 
 
-@pytest.mark.parametrize(
-    ("setting", "value", "why"),
-    [
-        ("proxy", "http://127.0.0.1:3128", "an HTTP proxy is configured"),
-        ("tls_server_name", "kubernetes", "a TLS server name is configured"),
-        ("assert_hostname", "kubernetes", "a pinned TLS hostname is configured"),
-    ],
-)
-def test_settings_it_does_not_reproduce_keep_the_client_transport(setting: str, value: str, why: str) -> None:
-    conf = kubernetes.client.Configuration()
-    conf.host = "https://127.0.0.1:6443"
-    setattr(conf, setting, value)
-    assert unsupported(conf) == why
-    assert Kube(kubernetes.client.ApiClient(conf)).on_loop().http is None
+def conf_of(cluster: Cluster) -> kubernetes.client.Configuration:
+    return load(str(cluster.kubeconfig)).configuration
+
+
+def test_a_configured_proxy_is_tunnelled_through_with_its_headers(cluster: Cluster, namespace: str) -> None:
+    port = int(cluster.server.rsplit(":", 1)[1])
+    proxy = Proxy(port, connect=True)
+    try:
+        conf = conf_of(cluster)
+        conf.proxy = f"http://127.0.0.1:{proxy.port}"
+        conf.proxy_headers = {"Proxy-Authorization": "Basic dTpw"}
+        answer = asyncio.run(get_once(Kube(kubernetes.client.ApiClient(conf)), "/version"))
+    finally:
+        proxy.close()
+    assert answer["gitVersion"].startswith("v1.")
+    target, headers = proxy.connects[0]
+    assert target == f"127.0.0.1:{port}"
+    assert headers["Proxy-Authorization"] == "Basic dTpw"
+
+
+def test_a_proxy_that_refuses_the_tunnel_is_an_error_naming_it(cluster: Cluster) -> None:
+    proxy = Proxy(1, connect=True)  # tunnels only to port 1: the API server's is refused
+    try:
+        conf = conf_of(cluster)
+        conf.proxy = f"http://127.0.0.1:{proxy.port}"
+        with pytest.raises(KubeError) as refused:
+            asyncio.run(get_once(Kube(kubernetes.client.ApiClient(conf)), "/version"))
+    finally:
+        proxy.close()
+    assert f"proxy 127.0.0.1:{proxy.port} refused CONNECT" in refused.value.message
+    assert "403" in refused.value.message
+
+
+def test_no_proxy_sends_straight_to_the_server(cluster: Cluster) -> None:
+    conf = conf_of(cluster)
+    conf.proxy = "http://127.0.0.1:1"  # nobody listens: used, it would fail
+    conf.no_proxy = "127.0.0.1"
+    assert asyncio.run(get_once(Kube(kubernetes.client.ApiClient(conf)), "/version"))["gitVersion"]
+
+
+def test_the_tls_server_name_is_the_name_the_certificate_is_checked_against(cluster: Cluster) -> None:
+    conf = conf_of(cluster)
+    conf.tls_server_name = "kubernetes.default"  # a name the serving certificate carries
+    assert asyncio.run(get_once(Kube(kubernetes.client.ApiClient(conf)), "/version"))["gitVersion"]
+    conf = conf_of(cluster)
+    conf.tls_server_name = "elsewhere.example"
+    with pytest.raises(KubeError) as refused:
+        asyncio.run(get_once(Kube(kubernetes.client.ApiClient(conf)), "/version"))
+    assert "elsewhere.example" in refused.value.message

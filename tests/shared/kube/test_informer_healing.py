@@ -23,6 +23,7 @@ from shared.kube.client import Kube
 from shared.kube.client import load
 from shared.kube.informer import Informer
 from shared.kube.informer import without_managed_fields
+from tests.loopthread import loop_thread
 from tests.netproxy import Proxy
 from tests.support import pod_manifest
 from tests.support import wait_until
@@ -62,16 +63,21 @@ def test_an_unexpected_exception_is_logged_with_its_traceback_and_the_informer_r
 
     kube = Kube(load(str(cluster.kubeconfig)))
     informer = Informer(kube, f"/api/v1/namespaces/{NS}/pods", transform=transform)
-    with structlog.testing.capture_logs() as logs:
-        informer.start()
+    with structlog.testing.capture_logs() as logs, loop_thread() as bg:
+        bg.call(informer.start)
         try:
-            assert informer.synced.wait(30)
-            create_pod(cluster, "boom")  # its watch event raises in the informer's thread
-            wait_until(lambda: informer.get(NS, "boom") is not None, timeout=30, what="boom cached after all")
+            assert bg.run(informer.wait_synced(30))
+            create_pod(cluster, "boom")  # its watch event raises in the informer's task
+            wait_until(
+                lambda: bg.call(informer.get, NS, "boom") is not None,
+                timeout=30,
+                what="boom cached after all",
+            )
             create_pod(cluster, "after")  # and the informer goes on watching
-            wait_until(lambda: informer.get(NS, "after") is not None, timeout=30, what="a later pod")
+            wait_until(lambda: bg.call(informer.get, NS, "after") is not None, timeout=30, what="a later pod")
         finally:
-            informer.stop()
+            bg.run(informer.aclose())
+            bg.run(kube.aclose())
     assert failed_once.is_set()
     assert informer.failures == 1, [e for e in logs if e.get("log_level") in ("warning", "error")]
     (failure,) = [e for e in logs if e["event"] == "informer failed unexpectedly; re-listing"]
@@ -83,53 +89,65 @@ def test_a_watch_that_goes_quiet_is_dropped_and_the_age_shows_it_until_it_heals(
     cluster: Cluster, namespace: str
 ) -> None:
     proxy = Proxy(int(cluster.server.rsplit(":", 1)[1]))
-    informer = Informer(proxied_kube(cluster, proxy), f"/api/v1/namespaces/{NS}/pods", watch_idle_timeout=1.0)
-    informer.start()
-    try:
-        assert informer.synced.wait(30)
-        assert (informer.age() or 0) < 2
-        proxy.freeze()  # the watch's connection stays open; nothing comes through
-        # the age grows while cut off: what a reader of /healthz or the age gauge would see
-        wait_until(lambda: (informer.age() or 0) > 3, timeout=10, what="an age over 3 s while cut off")
-        create_pod(cluster, "during-partition")  # straight to the API server, not through the proxy
-        assert informer.get(NS, "during-partition") is None
-        proxy.thaw()  # the partition heals (its connections are reset)
-        wait_until(lambda: informer.get(NS, "during-partition") is not None, timeout=30, what="the re-list")
-        assert (informer.age() or 99) < 2
-    finally:
-        informer.stop()
-        proxy.close()
+    kube = proxied_kube(cluster, proxy)
+    informer = Informer(kube, f"/api/v1/namespaces/{NS}/pods", watch_idle_timeout=1.0)
+    with loop_thread() as bg:
+        bg.call(informer.start)
+        try:
+            assert bg.run(informer.wait_synced(30))
+            assert (informer.age() or 0) < 2
+            proxy.freeze()  # the watch's connection stays open; nothing comes through
+            # the age grows while cut off: what a reader of /healthz or the age gauge would see
+            wait_until(lambda: (informer.age() or 0) > 3, timeout=10, what="an age over 3 s while cut off")
+            create_pod(cluster, "during-partition")  # straight to the API server, not through the proxy
+            assert bg.call(informer.get, NS, "during-partition") is None
+            proxy.thaw()  # the partition heals (its connections are reset)
+            wait_until(
+                lambda: bg.call(informer.get, NS, "during-partition") is not None,
+                timeout=30,
+                what="the re-list",
+            )
+            assert (informer.age() or 99) < 2
+        finally:
+            bg.run(informer.aclose())
+            bg.run(kube.aclose())
+            proxy.close()
 
 
-def test_waiting_for_the_first_list_holds_no_thread(cluster: Cluster, namespace: str) -> None:
-    """While an informer cannot list, a thousand waiters on the event loop hold no thread:
-    each gives up at its own timeout, and the loop's default executor stays free."""
+def test_waiters_for_the_first_list_time_out_while_the_loop_keeps_serving(
+    cluster: Cluster, namespace: str
+) -> None:
+    """While an informer cannot list, a thousand waiters on its loop each give up at their own
+    timeout, hold no thread, and the loop goes on answering; once the list comes, a waiter is
+    answered at once."""
     proxy = Proxy(int(cluster.server.rsplit(":", 1)[1]))
     proxy.freeze()  # the first list never comes back
-    informer = Informer(proxied_kube(cluster, proxy), f"/api/v1/namespaces/{NS}/pods").start()
+    kube = proxied_kube(cluster, proxy)
 
-    async def scenario() -> tuple[list[bool], float, int]:
-        before = threading.active_count()
-        waiters = [asyncio.create_task(informer.wait_synced(1.0)) for _ in range(1000)]
-        await asyncio.sleep(0.2)
-        during = threading.active_count() - before
-        t0 = time.monotonic()
-        await asyncio.to_thread(lambda: None)  # the default executor answers at once
-        free = time.monotonic() - t0
-        return list(await asyncio.gather(*waiters)), free, during
+    async def scenario() -> tuple[list[bool], float, int, bool]:
+        informer = Informer(kube, f"/api/v1/namespaces/{NS}/pods").start()
+        try:
+            await asyncio.sleep(0.5)  # its list is sent (the proxy's threads forward it) and held
+            before = threading.active_count()
+            waiters = [asyncio.create_task(informer.wait_synced(1.0)) for _ in range(1000)]
+            await asyncio.sleep(0.2)
+            during = threading.active_count() - before
+            t0 = time.monotonic()
+            await asyncio.sleep(0)  # the loop answers at once
+            free = time.monotonic() - t0
+            results = list(await asyncio.gather(*waiters))
+            proxy.thaw()
+            synced = await informer.wait_synced(30) and await informer.wait_synced(0.1)
+            return results, free, during, synced
+        finally:
+            await informer.aclose()
+            await kube.aclose()
 
     try:
-        results, free, extra_threads = asyncio.run(scenario())
+        results, free, extra_threads, synced = asyncio.run(scenario())
         assert results == [False] * 1000  # not synced: each timed out
-        assert extra_threads <= 1  # (the executor's own first worker, at most)
+        assert extra_threads == 0
         assert free < 0.5
-        proxy.thaw()
-        assert informer.synced.wait(30)
-
-        async def after() -> bool:
-            return await informer.wait_synced(0.1)
-
-        assert asyncio.run(after())  # synced: answered at once
+        assert synced
     finally:
-        informer.stop()
         proxy.close()
