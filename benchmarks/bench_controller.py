@@ -335,13 +335,19 @@ def start_kcm(
     )
 
 
+def fleet_flags(ap: argparse.ArgumentParser, sizes: str, pods: str) -> None:
+    """The fleet a controller benchmark measures: its sizes, pods per target, sync period and
+    measuring window (this benchmark's and ``benchmarks.scale``'s)."""
+    ap.add_argument("--sizes", default=sizes, help="numbers of HPAs, comma-separated")
+    ap.add_argument("--pods", type=int, default=10, help=pods)
+    ap.add_argument("--sync-period", type=int, default=15)
+    ap.add_argument("--periods", type=int, default=2, help="sync periods in each measuring window")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="100,1000,2000", help="comma-separated numbers of HPAs")
-    ap.add_argument("--pods", type=int, default=10, help="kwok pods per Deployment")
-    ap.add_argument("--sync-period", type=int, default=15)
+    fleet_flags(ap, "100,1000,2000", "kwok pods per Deployment")
     ap.add_argument("--rounds", type=int, default=3, help="measurements of each side per size, taking turns")
-    ap.add_argument("--periods", type=int, default=2, help="sync periods in each measuring window")
     ap.add_argument(
         "--profile",
         type=Path,

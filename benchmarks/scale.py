@@ -28,7 +28,7 @@ from localcluster.rig import Rig
 from localcluster.tools import ROOT
 
 from . import scale_controller
-from .bench_controller import LIMITS
+from .bench_controller import LIMITS, fleet_flags
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
@@ -123,10 +123,7 @@ def machine() -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="1000,5000,10000,20000", help="numbers of HPAs, comma-separated")
-    ap.add_argument("--pods", type=int, default=10, help="pods per workload")
-    ap.add_argument("--sync-period", type=int, default=15)
-    ap.add_argument("--periods", type=int, default=2, help="sync periods in each measuring window")
+    fleet_flags(ap, "1000,5000,10000,20000", "pods per workload")
     ap.add_argument(
         "--limits",
         default="default,raised,workers",

@@ -209,6 +209,15 @@ def deprecated_alias(canonical: str, old: str, *, store_true: bool = False) -> t
     return Alias
 
 
+def add_renamed(p: argparse.ArgumentParser, canonical: str, old: str, default: str, help: str) -> None:
+    """A string option spelled ``canonical``, still taken under its old spelling ``old``
+    (``deprecated_alias``); stored under the old spelling's name, which readers use."""
+    dest = old.lstrip("-").replace("-", "_")
+    p.add_argument(
+        canonical, old, dest=dest, action=deprecated_alias(canonical, old), default=default, help=help
+    )
+
+
 def byte_size(text: str) -> int:
     """A size as a Kubernetes quantity ('16Mi', '64Mi', '100M') or plain bytes."""
     from shared.quantity import Quantity, QuantityError

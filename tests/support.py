@@ -290,6 +290,38 @@ resourceRules:
     )
 
 
+def every_kind_rules(p: str, node_metric: bool = False) -> str:
+    """A rule of every kind over series named ``<p>_*``: ``<p>_requests`` per pod and
+    ``<p>_ns_load`` per namespace (and ``<p>_node_load`` per node, with ``node_metric``),
+    ``<p>_queue`` as an External metric by queue, CPU from ``<p>_cpu`` and ``<p>_node_cpu``.
+    For the tests that walk every path the APIs serve."""
+    everything = "{namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}"
+    per_node = f"""- seriesQuery: '{{__name__="{p}_node_load",node!=""}}'
+  resources: {{overrides: {{node: {{resource: node}}}}}}
+  metricsQuery: 'sum(<<.Series>>{{<<.LabelMatchers>>}}) by (<<.GroupBy>>)'
+"""
+    return f"""
+rules:
+- seriesQuery: '{{__name__="{p}_requests",namespace!="",pod!=""}}'
+  resources: {{overrides: {{namespace: {{resource: namespace}}, pod: {{resource: pod}}}}}}
+  metricsQuery: 'sum(<<.Series>>{{<<.LabelMatchers>>}}) by (<<.GroupBy>>)'
+- seriesQuery: '{{__name__="{p}_ns_load",namespace!=""}}'
+  resources: {{overrides: {{namespace: {{resource: namespace}}}}}}
+  metricsQuery: 'sum(<<.Series>>{{<<.LabelMatchers>>}}) by (<<.GroupBy>>)'
+{per_node if node_metric else ""}externalRules:
+- seriesQuery: '{{__name__="{p}_queue",namespace!=""}}'
+  resources: {{overrides: {{namespace: {{resource: namespace}}}}}}
+  metricsQuery: 'sum(<<.Series>>{{<<.LabelMatchers>>}}) by (queue)'
+resourceRules:
+  cpu:
+    containerQuery: 'sum({p}_cpu{{<<.LabelMatchers>>}}) by (<<.GroupBy>>)'
+    nodeQuery: 'sum({p}_node_cpu{{<<.LabelMatchers>>}}) by (<<.GroupBy>>)'
+    resources: {{overrides: {everything}}}
+    containerLabel: container
+  window: 1m
+"""
+
+
 @dataclass
 class Recorder:
     """A forwarding proxy to Prometheus that keeps (query, status) of every instant query,
@@ -460,6 +492,53 @@ def soak(adapter: AdapterProcess, path: str, seconds: float, issued: Callable[[]
     before = issued()
     reader = read_for(lambda: failed_read(adapter, path), seconds)
     return reader, issued() - before
+
+
+def probe_scraped(
+    prometheus: PrometheusProcess, exporter: Exporter, metric: str, namespace: str, value: float
+) -> None:
+    """``metric`` of ``namespace`` at ``value`` on the exporter, once Prometheus has scraped it."""
+    exporter.set(f'{metric}{{namespace="{namespace}"}}', value)
+    wait_until(lambda: prometheus.query(metric) != [], what="the probe scraped")
+
+
+def assert_soak_passed(
+    reader: Reader, refreshed: int, seconds: float, lifetime: float, refused: object
+) -> None:
+    """A credential soak held: no failed read, a refresh at least once per ``lifetime`` over
+    ``seconds``, and nothing the server refused (``refused``: its record of refusals)."""
+    assert reader.failures == [], reader.report
+    assert refreshed >= seconds / lifetime
+    assert not refused  # never sent an expired token
+
+
+def serve_and_stop(adapter: AdapterProcess, path: str) -> tuple[int, str]:
+    """``serving``'s answer; the adapter is stopped after it, whatever happened."""
+    try:
+        return serving(adapter, path)
+    finally:
+        stop_adapter(adapter)
+
+
+def soak_and_stop(
+    adapter: AdapterProcess, path: str, seconds: float, issued: Callable[[], int]
+) -> tuple[Reader, int]:
+    """``soak``'s reads and refreshes; the adapter is stopped after them, whatever happened."""
+    try:
+        return soak(adapter, path, seconds, issued)
+    finally:
+        stop_adapter(adapter)
+
+
+def answer_after(adapter: AdapterProcess, path: str, change: Callable[[], object]) -> tuple[int, str]:
+    """Once ``path`` is served: ``change()``, then one more answer for it; the adapter is
+    stopped after, whatever happened."""
+    try:
+        serving(adapter, path)
+        change()
+        return answer(adapter, path)
+    finally:
+        stop_adapter(adapter)
 
 
 def adapter_says(directory: Path, prometheus_url: str, rules: str, expected: str, *flags: str) -> str:

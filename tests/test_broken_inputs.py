@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 
 from tests.shared.test_entry import HPA
 from tests.shared.test_entry import RULES
+from tests.support import python_m
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,15 +158,7 @@ def cases(f: dict[str, Path]) -> list[tuple[str, list[str], dict[str, str]]]:
 
 def run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, **{k: v for k, v in env.items() if k != "PROG"}}
-    return subprocess.run(
-        [sys.executable, "-m", *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env=full,
-        check=False,
-    )
+    return python_m(*argv, timeout=120, env=full)
 
 
 def test_no_command_answers_broken_input_with_a_traceback(inputs: dict[str, Path]) -> None:

@@ -21,7 +21,6 @@ import argparse
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from adapter.commandline.flags import check_parser
 from adapter.commandline.flags import serve_parser
 from controller.cli import build_parser
 from tests.support import ROOT
+from tests.support import python_m
 
 PAGES = [ROOT / "README.md", ROOT / "charts" / "promhpa" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 EXAMPLE_SNAPSHOT = sorted((ROOT / "docs" / "examples").glob("*.yaml"))[0]
@@ -104,14 +104,7 @@ def test_a_documented_promhpa_command_is_read_and_the_offline_ones_run(page: str
     if program == "adapter" and args[:1] == ["check-config"] and not live:
         offline = ["check-config", str(EXAMPLE_RULES)]
     if offline is not None:
-        out = subprocess.run(
-            [sys.executable, "-m", program, *offline],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            cwd=ROOT,
-        )
+        out = python_m(program, *offline)
         assert out.returncode == 0, f"{page}: {command}\n{out.stderr}"
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from tests.shared.test_entry import HPA
 from tests.shared.test_entry import RULES
+from tests.support import python_m
 from tests.test_broken_inputs import kubeconfig
 
 pytestmark = pytest.mark.slow
@@ -206,10 +207,7 @@ def test_every_command_that_prints_a_result_takes_the_documented_output_flag(com
 def test_check_config_prints_its_verdict_as_json(files: dict[str, str]) -> None:
     import json
 
-    out = subprocess.run(
-        [sys.executable, "-m", "adapter", "check-config", files["bad-rules"], "-o", "json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    out = python_m("adapter", "check-config", files["bad-rules"], "-o", "json")  # fmt: skip
     doc = json.loads(out.stdout)
     assert out.returncode == doc["exitCode"] == 2
     assert doc["valid"] is False

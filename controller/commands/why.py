@@ -26,7 +26,7 @@ import yaml
 
 from controller.endpoint_client import EndpointError, credentials, get_json
 from shared import exitcodes
-from shared.cliflags import add_kubectl_flags, deprecated_alias, from_flags, http_url
+from shared.cliflags import add_kubectl_flags, add_renamed, from_flags, http_url
 from shared.tls import client_context
 
 PORT_NAME = "metrics"  # the chart's name for the controller's HTTPS port
@@ -92,23 +92,15 @@ def add_parser(sub: Any, endpoint_flags: Callable[[argparse.ArgumentParser], Non
 
 def add_leader_flags(p: argparse.ArgumentParser) -> None:
     """How the leader is found (its Lease) and reached; shared by ``why``, ``snapshot`` and ``compare``."""
-    p.add_argument(
-        "--leader-elect-resource-namespace",
-        "--controller-namespace",
-        dest="controller_namespace",
-        action=deprecated_alias("--leader-elect-resource-namespace", "--controller-namespace"),
-        default="promhpa",
-        help="namespace of the controller's leader-election Lease, as `run` names it (default %(default)s)",
-    )
-    p.add_argument(
-        "--leader-elect-resource-name",
-        "--lease-name",
-        dest="lease_name",
-        action=deprecated_alias("--leader-elect-resource-name", "--lease-name"),
-        default="promhpa-controller",
-        help="name of the leader-election Lease, as `run` names it (the chart's: the controller's full "
-        "name; default promhpa-controller)",
-    )
+    add_renamed(
+        p, "--leader-elect-resource-namespace", "--controller-namespace", "promhpa",
+        "namespace of the controller's leader-election Lease, as `run` names it (default %(default)s)",
+    )  # fmt: skip
+    add_renamed(
+        p, "--leader-elect-resource-name", "--lease-name", "promhpa-controller",
+        "name of the leader-election Lease, as `run` names it (the chart's: the controller's full name; "
+        "default promhpa-controller)",
+    )  # fmt: skip
     p.add_argument(
         "--via",
         choices=("port-forward", "pod-ip"),

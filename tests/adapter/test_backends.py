@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ from tests.support import PrometheusProcess
 from tests.support import Recorder
 from tests.support import freeze
 from tests.support import prometheus_binary
+from tests.support import python_m
 from tests.support import start_adapter
 from tests.support import stop_adapter
 from tests.support import wait_until
@@ -180,10 +179,7 @@ def test_check_config_checks_each_rule_against_its_own_backend(
     path.write_text(rules(url))
     with recorder.lock:
         recorder.calls.clear()
-    out = subprocess.run(
-        [sys.executable, "-m", "adapter", "check-config", str(path), f"--prometheus-url={prometheus.url}"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    out = python_m("adapter", "check-config", str(path), f"--prometheus-url={prometheus.url}")  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
     assert "1 series matched" in out.stdout
     with recorder.lock:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +196,7 @@ THREE_MISTAKES = """rules:
 
 
 def test_every_error_of_a_file_is_reported_in_one_run_with_its_line(tmp_path: Path) -> None:
-    cfg = tmp_path / "rules.yaml"
-    cfg.write_text(THREE_MISTAKES)
+    cfg = write(tmp_path, THREE_MISTAKES)
     out = run(str(cfg))
     assert out.returncode == 2
     errors = [ln for ln in out.stderr.splitlines() if ln.startswith("error: ")]
@@ -238,8 +236,7 @@ def test_go_regex_syntax_is_accepted_and_perl_only_syntax_refused(tmp_path: Path
 
 
 def test_an_empty_file_is_warned_about(tmp_path: Path) -> None:
-    cfg = tmp_path / "rules.yaml"
-    cfg.write_text("")
+    cfg = write(tmp_path, "")
     out = run(str(cfg))
     assert out.returncode == 0
     assert "warning: " in out.stderr
@@ -280,8 +277,7 @@ externalRules:
 
 def test_ten_mistakes_in_a_file_are_ten_lines_in_one_run(tmp_path: Path) -> None:
     """Several in one rule too: a misspelled key does not hide the next one."""
-    cfg = tmp_path / "rules.yaml"
-    cfg.write_text(TEN_MISTAKES)
+    cfg = write(tmp_path, TEN_MISTAKES)
     out = run(str(cfg))
     assert out.returncode == 2
     errors = [ln.split(": ", 2)[1:] for ln in out.stderr.splitlines() if ln.startswith("error: ")]
@@ -321,8 +317,7 @@ def test_an_unreachable_prometheus_is_one_line_naming_the_rules_it_left_unchecke
 
 
 def test_a_prometheus_url_that_is_not_one_is_a_usage_error(tmp_path: Path) -> None:
-    cfg = tmp_path / "rules.yaml"
-    cfg.write_text("rules: []\n")
+    cfg = write(tmp_path, "rules: []\n")
     out = run(str(cfg), "--prometheus-url=not-a-url")
     assert out.returncode == 2
     assert (
@@ -332,11 +327,8 @@ def test_a_prometheus_url_that_is_not_one_is_a_usage_error(tmp_path: Path) -> No
 
 
 def test_a_dash_reads_the_rules_from_standard_input(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "adapter", "check-config", "-"],
-        input="rules:\n- seriesQuery: x\n  metricsQuery: y\n  resourcez: {}\n",
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    rules = "rules:\n- seriesQuery: x\n  metricsQuery: y\n  resourcez: {}\n"
+    out = python_m("adapter", "check-config", "-", input=rules)
     assert out.returncode == 2
     assert "error: <stdin>:4: rules[0].resourcez: unknown key (did you mean 'resources'?)" in out.stderr
 

@@ -4,8 +4,9 @@ workers, one line per object (the command run as a user runs it)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.support import python_m
 
 GOOD = """\
 apiVersion: promhpa.io/v1alpha1
@@ -23,12 +24,7 @@ def rule(name: str, query: str) -> str:
 
 
 def check(path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "adapter", "check-config", str(path), *flags],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return python_m("adapter", "check-config", str(path), *flags, timeout=120)
 
 
 def test_every_manifest_gets_its_verdict_with_its_line(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from tests.support import AdapterProcess
 from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import Recorder
+from tests.support import every_kind_rules
 from tests.support import start_adapter
 from tests.support import stop_adapter
 from tests.support import wait_until
@@ -37,29 +38,7 @@ pytestmark = pytest.mark.slow
 
 REQUESTS = int(os.environ.get("PROMHPA_FUZZ_REQUESTS", "10000"))
 SEED = int(os.environ.get("PROMHPA_FUZZ_SEED", "20261123"))
-CONFIG = """
-rules:
-- seriesQuery: '{__name__="fz_requests",namespace!="",pod!=""}'
-  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-- seriesQuery: '{__name__="fz_ns_load",namespace!=""}'
-  resources: {overrides: {namespace: {resource: namespace}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-- seriesQuery: '{__name__="fz_node_load",node!=""}'
-  resources: {overrides: {node: {resource: node}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-externalRules:
-- seriesQuery: '{__name__="fz_queue",namespace!=""}'
-  resources: {overrides: {namespace: {resource: namespace}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
-resourceRules:
-  cpu:
-    containerQuery: 'sum(fz_cpu{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    nodeQuery: 'sum(fz_node_cpu{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}}
-    containerLabel: container
-  window: 1m
-"""
+CONFIG = every_kind_rules("fz", node_metric=True)
 
 
 @pytest.fixture(scope="module")

@@ -23,32 +23,14 @@ import pytest
 from localcluster import Cluster
 from tests.live import Live
 from tests.support import AdapterProcess
+from tests.support import every_kind_rules
 from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
 
 OWN, OTHER = "bnd-a", "bnd-b"
 VALUES = {OWN: "11", OTHER: "22"}
-CONFIG = """
-rules:
-- seriesQuery: '{__name__="bnd_requests",namespace!="",pod!=""}'
-  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-- seriesQuery: '{__name__="bnd_ns_load",namespace!=""}'
-  resources: {overrides: {namespace: {resource: namespace}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-externalRules:
-- seriesQuery: '{__name__="bnd_queue",namespace!=""}'
-  resources: {overrides: {namespace: {resource: namespace}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
-resourceRules:
-  cpu:
-    containerQuery: 'sum(bnd_cpu{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    nodeQuery: 'sum(bnd_node_cpu{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-    resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}}
-    containerLabel: container
-  window: 1m
-"""
+CONFIG = every_kind_rules("bnd")
 C2, C1 = "/apis/custom.metrics.k8s.io/v1beta2", "/apis/custom.metrics.k8s.io/v1beta1"
 EXT, RES = "/apis/external.metrics.k8s.io/v1beta1", "/apis/metrics.k8s.io/v1beta1"
 ROUTES = {  # name -> path template; {ns} the namespace asked for, {pod} a pod of it

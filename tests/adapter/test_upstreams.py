@@ -8,8 +8,6 @@ Status) come back as they were, and a stopped upstream fails only its own metric
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -34,6 +32,7 @@ from tests.support import external_metric_app
 from tests.support import external_rules
 from tests.support import insecure_tls
 from tests.support import prometheus_adapter_binary
+from tests.support import python_m
 from tests.support import start_prometheus_adapter
 from tests.support import stop_adapter
 from tests.support import wait_until
@@ -183,9 +182,6 @@ def test_check_config_refuses_a_name_from_two_providers(
         external_rules("pa_queue_depth", by="")
         + "upstreams:\n- name: pa\n  url: https://127.0.0.1:1\n  external: ['^pa_.*$']\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "adapter", "check-config", str(rules), f"--prometheus-url={prometheus.url}"],
-        capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2], check=False,
-    )  # fmt: skip
+    out = python_m("adapter", "check-config", str(rules), f"--prometheus-url={prometheus.url}")  # fmt: skip
     assert out.returncode == 1, out.stdout + out.stderr
     assert "external metric 'pa_queue_depth' is also routed to upstream 'pa'" in out.stderr

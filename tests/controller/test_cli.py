@@ -19,14 +19,7 @@ from tests.support import python_m
 
 
 def decide(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "controller", "decide", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return python_m("controller", "decide", *args, input=stdin)
 
 
 def write(tmp_path: Path, name: str, data: Any) -> str:
@@ -190,9 +183,7 @@ def test_run_warns_and_decides_as_the_nearest_release_outside_the_range() -> Non
 
 
 def controller_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "controller", *args], capture_output=True, text=True, timeout=60, check=False
-    )
+    return python_m("controller", *args)
 
 
 def test_usage_names_the_installed_program() -> None:
@@ -328,9 +319,7 @@ def test_an_unsupported_kubernetes_version_is_decided_as_the_nearest_with_a_warn
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "controller", *args], capture_output=True, text=True, timeout=60, check=False
-    )
+    return python_m("controller", *args)
 
 
 def test_kubectls_namespace_flag_names_the_hpas_namespace() -> None:

@@ -7,16 +7,15 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from localcluster import node_host
-from localcluster.tools import ROOT
 from localcluster.tools import Binaries
 from localcluster.tools import cache_bin
 from tests.support import missing
+from tests.support import python_m
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -27,10 +26,7 @@ def demo() -> tuple[subprocess.CompletedProcess[str], list[str]]:
     if os.geteuid() != 0:
         missing("the real node needs root (network namespaces, cgroups, mounts, iptables)")
     before = node_host.snapshot()
-    run = subprocess.run(
-        [sys.executable, "-m", "localcluster.demo", "--real-node"],
-        cwd=ROOT, capture_output=True, text=True, timeout=840, check=False,
-    )  # fmt: skip
+    run = python_m("localcluster.demo", "--real-node", timeout=840)  # fmt: skip
     state = re.search(r"state in (\S+)\)", run.stdout)
     assert state, run.stdout[-3000:] + run.stderr[-3000:]
     node_dir = Path(state.group(1)) / "cluster" / "node"

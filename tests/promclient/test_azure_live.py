@@ -6,6 +6,7 @@ token they issued."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +24,13 @@ from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import adapter_says
 from tests.support import answer
+from tests.support import assert_soak_passed
+from tests.support import probe_scraped
+from tests.support import serve_and_stop
 from tests.support import serving
-from tests.support import soak
+from tests.support import soak_and_stop
 from tests.support import start_adapter
 from tests.support import stop_adapter
-from tests.support import wait_until
 
 METRIC = "azure_probe"
 PATH = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/azure/{METRIC}"
@@ -57,21 +60,18 @@ def entra(
     tokens: Tokens, issuer: ServiceAccountIssuer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Entra]:
     """A pod labelled for Azure Workload Identity: the webhook's environment and its projected token."""
-    server = Entra(issuer, tokens, tmp_path / "entra")
-    for k, v in server.env(issuer.project(tmp_path / "azure-identity-token")).items():
-        monkeypatch.setenv(k, v)
-    yield server
-    server.close()
+    with contextlib.closing(Entra(issuer, tokens, tmp_path / "entra")) as server:
+        for k, v in server.env(issuer.project(tmp_path / "azure-identity-token")).items():
+            monkeypatch.setenv(k, v)
+        yield server
 
 
 @pytest.fixture
 def amw(prometheus: PrometheusProcess, exporter: Exporter, tokens: Tokens) -> Iterator[TokenCheckingProxy]:
     """An Azure Monitor workspace's query endpoint."""
-    exporter.set(f'{METRIC}{{namespace="azure"}}', 6)
-    wait_until(lambda: prometheus.query(METRIC) != [], what="the probe scraped")
-    proxy = TokenCheckingProxy(prometheus.url, tokens)
-    yield proxy
-    proxy.close()
+    probe_scraped(prometheus, exporter, METRIC, "azure", 6)
+    with contextlib.closing(TokenCheckingProxy(prometheus.url, tokens)) as proxy:
+        yield proxy
 
 
 def _adapter(tmp_path: Path, url: str, *flags: str) -> AdapterProcess:
@@ -85,10 +85,7 @@ def test_a_workload_identity_token_authorizes_the_adapters_queries(
     amw: TokenCheckingProxy, entra: Entra, tokens: Tokens, tmp_path: Path
 ) -> None:
     adapter = _adapter(tmp_path, amw.url)
-    try:
-        code, body = serving(adapter, PATH)
-    finally:
-        stop_adapter(adapter)
+    code, body = serve_and_stop(adapter, PATH)
     assert code == 200, body
     assert '"value":"6"' in body
     assert entra.exchanges >= 1
@@ -117,10 +114,7 @@ def test_the_clouds_audience_is_asked_for(
     amw: TokenCheckingProxy, entra: Entra, tokens: Tokens, tmp_path: Path
 ) -> None:
     adapter = _adapter(tmp_path, amw.url, "--prometheus-azure-cloud=AzureUSGovernment")
-    try:
-        code, body = serving(adapter, PATH)
-    finally:
-        stop_adapter(adapter)
+    code, body = serve_and_stop(adapter, PATH)
     assert code == 200, body
     assert set(tokens.asked) == {"https://prometheus.monitor.azure.us/.default"}
 
@@ -150,13 +144,8 @@ def test_short_lived_tokens_refresh_with_no_failed_read(
     """Tokens lasting 9 s, read every 250 ms for 30 s (``PROMHPA_AZURE_SOAK_SECONDS``)."""
     tokens.lifetime = 9
     adapter = _adapter(tmp_path, amw.url)
-    try:
-        reader, refreshed = soak(adapter, PATH, SOAK, lambda: entra.exchanges)
-    finally:
-        stop_adapter(adapter)
-    assert reader.failures == [], reader.report
-    assert refreshed >= SOAK / 9
-    assert amw.refused == []  # never sent an expired token
+    reader, refreshed = soak_and_stop(adapter, PATH, SOAK, lambda: entra.exchanges)
+    assert_soak_passed(reader, refreshed, SOAK, 9, amw.refused)
 
 
 def test_a_user_assigned_managed_identity_gets_tokens_from_imds(
@@ -169,10 +158,7 @@ def test_a_user_assigned_managed_identity_gets_tokens_from_imds(
         monkeypatch.setenv(k, v)
     try:
         adapter = _adapter(tmp_path, amw.url, "--prometheus-azure-client-id=id-b")
-        try:
-            code, body = serving(adapter, PATH)
-        finally:
-            stop_adapter(adapter)
+        code, body = serve_and_stop(adapter, PATH)
     finally:
         imds.close()
     assert code == 200, body

@@ -19,12 +19,14 @@ from tests.support import AdapterProcess
 from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import adapter_says
-from tests.support import answer
+from tests.support import answer_after
+from tests.support import assert_soak_passed
+from tests.support import probe_scraped
+from tests.support import serve_and_stop
 from tests.support import serving
-from tests.support import soak
+from tests.support import soak_and_stop
 from tests.support import start_adapter
 from tests.support import stop_adapter
-from tests.support import wait_until
 
 METRIC = "google_probe"
 PATH = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/gcp/{METRIC}"
@@ -47,8 +49,7 @@ def metadata(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Metada
 def gmp(
     prometheus: PrometheusProcess, exporter: Exporter, metadata: MetadataServer
 ) -> Iterator[TokenCheckingProxy]:
-    exporter.set(f'{METRIC}{{namespace="gcp"}}', 4)
-    wait_until(lambda: prometheus.query(METRIC) != [], what="the probe scraped")
+    probe_scraped(prometheus, exporter, METRIC, "gcp", 4)
     proxy = TokenCheckingProxy(prometheus.url, metadata)
     yield proxy
     proxy.close()
@@ -65,10 +66,7 @@ def test_a_workload_identity_token_authorizes_the_adapters_queries(
     gmp: TokenCheckingProxy, metadata: MetadataServer, tmp_path: Path
 ) -> None:
     adapter = _adapter(tmp_path, gmp.url)
-    try:
-        code, body = serving(adapter, PATH)
-    finally:
-        stop_adapter(adapter)
+    code, body = serve_and_stop(adapter, PATH)
     assert code == 200, body
     assert '"value":"4"' in body
     assert gmp.accepted > 0
@@ -99,12 +97,7 @@ def test_a_revoked_token_is_replaced_without_a_failed_read(
     """The server refuses a token before its expiry (revoked): the 401 makes the adapter fetch
     a new one and ask again."""
     adapter = _adapter(tmp_path, gmp.url)
-    try:
-        serving(adapter, PATH)
-        metadata.revoke_all()
-        code, body = answer(adapter, PATH)
-    finally:
-        stop_adapter(adapter)
+    code, body = answer_after(adapter, PATH, metadata.revoke_all)
     assert code == 200, body
     assert "unknown or revoked token" in gmp.refused
 
@@ -116,13 +109,8 @@ def test_short_lived_tokens_refresh_with_no_failed_read(
     """Tokens lasting 9 s, read every 250 ms for 30 s (``PROMHPA_GOOGLE_SOAK_SECONDS``)."""
     metadata.lifetime = 9
     adapter = _adapter(tmp_path, gmp.url)
-    try:
-        reader, refreshed = soak(adapter, PATH, SOAK, lambda: len(metadata.tokens))
-    finally:
-        stop_adapter(adapter)
-    assert reader.failures == [], reader.report
-    assert refreshed >= SOAK / 9
-    assert gmp.refused == []  # never sent an expired token
+    reader, refreshed = soak_and_stop(adapter, PATH, SOAK, lambda: len(metadata.tokens))
+    assert_soak_passed(reader, refreshed, SOAK, 9, gmp.refused)
 
 
 def test_a_service_account_key_file_is_exchanged_for_tokens(

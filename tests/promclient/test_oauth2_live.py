@@ -4,6 +4,7 @@ Prometheus lets a request through only if Hydra's introspection calls its token 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,14 +19,12 @@ from tests.support import AdapterProcess
 from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import adapter_says
-from tests.support import answer
-from tests.support import failed_read
+from tests.support import answer_after
 from tests.support import hydra_binary
-from tests.support import read_for
-from tests.support import serving
+from tests.support import probe_scraped
+from tests.support import serve_and_stop
+from tests.support import soak_and_stop
 from tests.support import start_adapter
-from tests.support import stop_adapter
-from tests.support import wait_until
 
 METRIC = "oauth2_probe"
 PATH = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/oa/{METRIC}"
@@ -41,11 +40,9 @@ def hydra(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hydra]:
 
 @pytest.fixture
 def gateway(prometheus: PrometheusProcess, exporter: Exporter, hydra: Hydra) -> Iterator[IntrospectingProxy]:
-    exporter.set(f'{METRIC}{{namespace="oa"}}', 6)
-    wait_until(lambda: prometheus.query(METRIC) != [], what="the probe scraped")
-    proxy = IntrospectingProxy(prometheus.url, hydra)
-    yield proxy
-    proxy.close()
+    probe_scraped(prometheus, exporter, METRIC, "oa", 6)
+    with contextlib.closing(IntrospectingProxy(prometheus.url, hydra)) as proxy:
+        yield proxy
 
 
 @pytest.fixture
@@ -68,10 +65,7 @@ def test_a_client_credentials_token_from_hydra_authorizes_the_queries(
     gateway: IntrospectingProxy, hydra: Hydra, tmp_path: Path, insecure_token_url: None
 ) -> None:
     adapter = _adapter(tmp_path, hydra, gateway.url, hydra.secret)
-    try:
-        code, body = serving(adapter, PATH)
-    finally:
-        stop_adapter(adapter)
+    code, body = serve_and_stop(adapter, PATH)
     assert code == 200, body
     assert '"value":"6"' in body
     assert gateway.accepted > 0
@@ -99,12 +93,7 @@ def test_revoked_tokens_are_replaced_without_a_failed_read(
     gateway: IntrospectingProxy, hydra: Hydra, tmp_path: Path, insecure_token_url: None
 ) -> None:
     adapter = _adapter(tmp_path, hydra, gateway.url, hydra.secret)
-    try:
-        serving(adapter, PATH)
-        hydra.revoke_all()
-        code, body = answer(adapter, PATH)
-    finally:
-        stop_adapter(adapter)
+    code, body = answer_after(adapter, PATH, hydra.revoke_all)
     assert code == 200, body
     assert gateway.refused  # the revoked token was refused once, then replaced
 
@@ -115,11 +104,6 @@ def test_short_lived_tokens_refresh_with_no_failed_read(
 ) -> None:
     """Hydra's tokens last 9 s; a read every 250 ms for 30 s (``PROMHPA_OAUTH2_SOAK_SECONDS``)."""
     adapter = _adapter(tmp_path, hydra, gateway.url, hydra.secret)
-    try:
-        serving(adapter, PATH)
-        refused = len(gateway.refused)
-        reader = read_for(lambda: failed_read(adapter, PATH), SOAK)
-    finally:
-        stop_adapter(adapter)
+    reader, refused = soak_and_stop(adapter, PATH, SOAK, lambda: len(gateway.refused))
     assert reader.failures == [], reader.report
-    assert len(gateway.refused) == refused  # never sent an expired token
+    assert refused == 0  # never sent an expired token

@@ -26,6 +26,7 @@ from tests.aws_peer import VerifyingProxy
 from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import failed_read
+from tests.support import probe_scraped
 from tests.support import query_values
 from tests.support import read_for
 from tests.support import start_adapter
@@ -46,8 +47,7 @@ def sts() -> Iterator[Sts]:
 
 @pytest.fixture(scope="module")
 def amp(prometheus: PrometheusProcess, exporter: Exporter, sts: Sts) -> Iterator[VerifyingProxy]:
-    exporter.set(f'{METRIC}{{namespace="aws"}}', 9)
-    wait_until(lambda: prometheus.query(METRIC) != [], what="the probe scraped")
+    probe_scraped(prometheus, exporter, METRIC, "aws", 9)
     proxy = VerifyingProxy(prometheus.url, sts, region=REGION, service="aps")
     yield proxy
     proxy.close()

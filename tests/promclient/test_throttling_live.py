@@ -20,6 +20,7 @@ from shared.httpclient import Connections
 from tests.support import Exporter
 from tests.support import PrometheusProcess
 from tests.support import Recorder
+from tests.support import probe_scraped
 from tests.support import start_adapter
 from tests.support import stop_adapter
 from tests.support import wait_until
@@ -29,8 +30,7 @@ METRIC = "throttle_probe"
 
 @pytest.fixture
 def proxy(prometheus: PrometheusProcess, exporter: Exporter) -> Iterator[Recorder]:
-    exporter.set(f'{METRIC}{{namespace="thr"}}', 3)
-    wait_until(lambda: prometheus.query(METRIC) != [], what="the probe scraped")
+    probe_scraped(prometheus, exporter, METRIC, "thr", 3)
     with Recorder(prometheus.url) as r:
         yield r
 

@@ -41,6 +41,7 @@ from tests.support import cpu_deployment
 from tests.support import free_port
 from tests.support import leader_identity
 from tests.support import prefixed_rules
+from tests.support import python_m
 from tests.support import wait_until
 
 pytestmark = pytest.mark.cluster
@@ -95,6 +96,12 @@ def start_controller(
     cluster: Cluster, work: Path, *flags: str
 ) -> contextlib.AbstractContextManager[Controller]:
     return running_controller(cluster.kubeconfig, work / "controller.log", SYNC, *flags)
+
+
+def set_requests(cluster: Cluster, exporter: Exporter, target: str, per_pod: float) -> None:
+    """Every running pod of ``target`` reports ``per_pod`` requests."""
+    for name in running_pods(cluster, target):
+        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', per_pod)
 
 
 def requests_spec(max_replicas: int, immediate_scale_down: bool = False) -> dict[str, Any]:
@@ -165,8 +172,7 @@ def test_scales_up_on_load_and_down_after_it_falls(
     make_target(cluster, "api", 1, requests_spec(5, immediate_scale_down=True))
 
     def load(per_pod: float) -> None:
-        for name in running_pods(cluster, "api"):
-            exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', per_pod)
+        set_requests(cluster, exporter, "api", per_pod)
 
     load(30)  # one pod at 30 against 10: ceil(3 x 1) = 3
     wait_until(lambda: replicas(cluster, "api") == 3, timeout=60, what="scale-up to 3")
@@ -197,21 +203,13 @@ def test_snapshot_of_a_live_hpa_decides_offline(
     cluster: Cluster, exporter: Exporter, controller: Controller, tmp_path: Path
 ) -> None:
     make_target(cluster, "snap", 1, requests_spec(5))
-    for name in running_pods(cluster, "snap"):
-        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 5)  # 5 against 10: keep 1
+    set_requests(cluster, exporter, "snap", 5)  # 5 against 10: keep 1
     wait_until(
         lambda: condition(cluster, "snap", "ScalingActive") == "True/ValidMetricFound",
         timeout=60,
         what="the live controller's first decision on it",
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "controller", "snapshot", f"{NS}/snap", f"--kubeconfig={cluster.kubeconfig}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=ROOT,
-    )
+    out = python_m("controller", "snapshot", f"{NS}/snap", f"--kubeconfig={cluster.kubeconfig}")
     assert out.returncode == 0, out.stderr
     import yaml
 
@@ -222,14 +220,7 @@ def test_snapshot_of_a_live_hpa_decides_offline(
     assert sorted(p["metadata"]["name"] for p in pods) == running_pods(cluster, "snap")
     path = tmp_path / "live.yaml"
     path.write_text(out.stdout)
-    decided = subprocess.run(
-        [sys.executable, "-m", "controller", "decide", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=ROOT,
-    )
+    decided = python_m("controller", "decide", str(path))
     assert decided.returncode == 0, decided.stderr
     assert json.loads(decided.stdout)["desiredReplicas"] == 1
 
@@ -311,8 +302,7 @@ def test_broken_metric_never_scales_down_and_recovers(
     cluster: Cluster, exporter: Exporter, prometheus: PrometheusProcess, controller: Controller
 ) -> None:
     make_target(cluster, "steady", 3, requests_spec(5, immediate_scale_down=True))
-    for name in running_pods(cluster, "steady"):
-        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 10)
+    set_requests(cluster, exporter, "steady", 10)
     wait_until(
         lambda: condition(cluster, "steady", "ScalingActive") == "True/ValidMetricFound",
         timeout=60,
@@ -328,8 +318,7 @@ def test_broken_metric_never_scales_down_and_recovers(
         assert replicas(cluster, "steady") == 3
     finally:
         prometheus.start()
-    for name in running_pods(cluster, "steady"):  # load fell while Prometheus was away
-        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 1)
+    set_requests(cluster, exporter, "steady", 1)  # load fell while Prometheus was away
     wait_until(lambda: replicas(cluster, "steady") == 1, timeout=90, what="the scale-down after recovery")
 
 
@@ -337,8 +326,7 @@ def test_dry_run_decides_and_publishes_but_writes_nothing(
     cluster: Cluster, exporter: Exporter, controller: Controller, tmp_path: Path
 ) -> None:
     make_target(cluster, "shadow", 1, requests_spec(5), labels={"dryrun": "true"})
-    for name in running_pods(cluster, "shadow"):
-        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 40)
+    set_requests(cluster, exporter, "shadow", 40)
     with start_controller(cluster, tmp_path, "--dry-run", "--hpa-selector=dryrun") as dry:
 
         def published() -> bool:
@@ -393,8 +381,7 @@ def test_only_the_leader_acts_and_a_standby_takes_over(
             # waiting for the Lease, it is ready (else it counts against the PDB, and no
             # rollout of two replicas completes)
             wait_until(lambda: _readyz(standby_port) == 200, timeout=30, what="the standby's /readyz 200")
-            for name in running_pods(cluster, "ha-app"):
-                exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 25)
+            set_requests(cluster, exporter, "ha-app", 25)
             wait_until(
                 lambda: replicas(cluster, "ha-app") == 3, timeout=60, what="the leader's scale-up to 3"
             )
@@ -404,8 +391,7 @@ def test_only_the_leader_acts_and_a_standby_takes_over(
             wait_until(lambda: lease_holder(cluster) == leader_identity(second.log), timeout=40,
                        what="the standby to take the lease")  # fmt: skip
             wait_until(lambda: len(running_pods(cluster, "ha-app")) == 3, timeout=60, what="3 running pods")
-            for name in running_pods(cluster, "ha-app"):
-                exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 40)  # ceil(4 x 3) = 12 -> 5
+            set_requests(cluster, exporter, "ha-app", 40)  # ceil(4 x 3) = 12 -> 5
             wait_until(lambda: replicas(cluster, "ha-app") == 5, timeout=60,
                        what="the new leader's scale-up to 5")  # fmt: skip
 
@@ -470,21 +456,7 @@ def test_cpu_utilization_through_metrics_api_is_clamped_at_max(
     try:
         wait_until(lambda: replicas(cluster, "cpu-app") == 2, timeout=90, what="scale-up clamped at 2")
     except AssertionError:
-        snap = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "controller",
-                "snapshot",
-                f"{NS}/cpu-app",
-                f"--kubeconfig={cluster.kubeconfig}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            cwd=ROOT,
-        )
+        snap = python_m("controller", "snapshot", f"{NS}/cpu-app", f"--kubeconfig={cluster.kubeconfig}")
         import yaml
 
         data = yaml.safe_load(snap.stdout) or {}
@@ -514,16 +486,14 @@ def test_watches_resume_after_the_apiserver_restarts(
     cluster: Cluster, exporter: Exporter, controller: Controller
 ) -> None:
     make_target(cluster, "restart-app", 1, requests_spec(4))
-    for name in running_pods(cluster, "restart-app"):
-        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 10)
+    set_requests(cluster, exporter, "restart-app", 10)
     wait_until(
         lambda: condition(cluster, "restart-app", "ScalingActive") == "True/ValidMetricFound",
         timeout=60,
         what="a first reconcile",
     )
     cluster.restart("apiserver")
-    for name in running_pods(cluster, "restart-app"):
-        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 30)  # ceil(3 x 1) = 3
+    set_requests(cluster, exporter, "restart-app", 30)  # ceil(3 x 1) = 3
     wait_until(lambda: replicas(cluster, "restart-app") == 3, timeout=90, what="a scale-up after the restart")
     assert controller.proc.poll() is None
 
@@ -614,8 +584,7 @@ def test_a_hung_adapter_slows_reconciles_without_stalling_them(
     make_target(
         cluster, "stall-app", 2, requests_spec(5, immediate_scale_down=True), labels={"stall": "true"}
     )
-    for name in running_pods(cluster, "stall-app"):
-        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 10)
+    set_requests(cluster, exporter, "stall-app", 10)
     with start_controller(cluster, tmp_path, "--hpa-selector=stall", "--metrics-timeout=2s") as c:
         wait_until(lambda: condition(cluster, "stall-app", "ScalingActive") == "True/ValidMetricFound",
                    timeout=60, what="a valid metric")  # fmt: skip
@@ -695,8 +664,7 @@ def test_snapshot_with_the_controllers_memory_reproduces_the_live_status(
         {**requests_spec(6), "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}},
         labels={"repro": "true"},
     )
-    for name in running_pods(cluster, "repro-app"):
-        exporter.set(f'live_requests{{namespace="{NS}",pod="{name}"}}', 9)  # 9 per pod against 10: keep 2
+    set_requests(cluster, exporter, "repro-app", 9)  # 9 per pod against 10: keep 2
     port = free_port()
     with start_controller(cluster, tmp_path, "--hpa-selector=repro", f"--secure-port={port}") as c:
         wait_until(lambda: condition(cluster, "repro-app", "ScalingActive") == "True/ValidMetricFound",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -35,7 +34,6 @@ from localcluster.tools import K8S_OLDER_VERSION
 from localcluster.tools import K8S_VERSION
 from tests.live import running_adapter
 from tests.live import running_controller
-from tests.support import ROOT
 from tests.support import AdapterProcess
 from tests.support import Exporter
 from tests.support import PrometheusProcess
@@ -46,6 +44,7 @@ from tests.support import free_port
 from tests.support import insecure_tls
 from tests.support import missing
 from tests.support import prefixed_rules
+from tests.support import python_m
 from tests.support import start_hpa_only_kcm
 from tests.support import stop_process
 from tests.support import wait_http
@@ -309,20 +308,13 @@ def test_dry_run_beside_kube_controller_manager_finds_no_difference(
             # promhpa decided as the cluster's own release (read from the API server)
             release = cluster.k8s_version.removeprefix("v").rsplit(".", 1)[0]
             assert f"kubernetes={release}" in ours.log.read_text()
-            compare = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "controller",
-                    "compare",
-                    f"--controller-url={url}",
-                    "--all",
-                    f"--kubeconfig={cluster.kubeconfig}",
-                    "--insecure-skip-tls-verify",
-                ],
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
+            compare = python_m(
+                "controller",
+                "compare",
+                f"--controller-url={url}",
+                "--all",
+                f"--kubeconfig={cluster.kubeconfig}",
+                "--insecure-skip-tls-verify",
             )
             print(compare.stdout)
             counts = [

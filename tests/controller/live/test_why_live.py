@@ -30,6 +30,7 @@ from tests.support import controller_get
 from tests.support import external_metric_app
 from tests.support import free_port
 from tests.support import prefixed_rules
+from tests.support import python_m
 from tests.support import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -184,11 +185,9 @@ def test_why_for_an_hpa_the_leader_has_not_reconciled_says_so(cluster: Cluster, 
 def test_a_snapshot_from_the_leader_carries_its_memory_and_decides_as_it_did(
     cluster: Cluster, leader: Path, tmp_path: Path
 ) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "controller", "snapshot", f"{NS}/held", "--from-leader",
-         f"--kubeconfig={cluster.kubeconfig}", f"--leader-elect-resource-namespace={HOME}",
-         "--insecure-skip-tls-verify"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    out = python_m(
+        "controller", "snapshot", f"{NS}/held", "--from-leader", f"--kubeconfig={cluster.kubeconfig}",
+        f"--leader-elect-resource-namespace={HOME}", "--insecure-skip-tls-verify",
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     snap = tmp_path / "held.yaml"
@@ -196,9 +195,6 @@ def test_a_snapshot_from_the_leader_carries_its_memory_and_decides_as_it_did(
     # the leader's recommendations, which hold `held` at 4 inside its 600 s window, came with it
     recommendations = yaml.safe_load(out.stdout)["history"]["recommendations"]
     assert {r["replicas"] for r in recommendations} >= {4, 1}
-    decided = subprocess.run(
-        [sys.executable, "-m", "controller", "decide", "-o", "text", str(snap)],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
-    )  # fmt: skip
+    decided = python_m("controller", "decide", "-o", "text", str(snap))  # fmt: skip
     assert decided.returncode == 0, decided.stderr
     assert "ScaleDownStabilized" in decided.stdout

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC
@@ -31,10 +29,10 @@ from shared.durations import format_time
 from tests.live import Live
 from tests.live import running_controller
 from tests.live import scale_replicas
-from tests.support import ROOT
 from tests.support import AdapterProcess
 from tests.support import Exporter
 from tests.support import PrometheusProcess
+from tests.support import python_m
 from tests.support import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -107,14 +105,11 @@ def history(
 
 
 def replay_cli(cluster: Cluster, prometheus: PrometheusProcess, h: History, *flags: str) -> Any:
-    return subprocess.run(
-        [
-            sys.executable, "-m", "controller", "replay", f"{NS}/{APP}", f"--kubeconfig={cluster.kubeconfig}",
-            f"--prometheus-url={prometheus.url}", f"--config={h.files / 'rules.yaml'}",
-            f"--from={format_time(h.began)}", f"--to={format_time(h.ended)}",
-            f"--horizontal-pod-autoscaler-sync-period={SYNC}s", *flags,
-        ],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    return python_m(
+        "controller", "replay", f"{NS}/{APP}", f"--kubeconfig={cluster.kubeconfig}",
+        f"--prometheus-url={prometheus.url}", f"--config={h.files / 'rules.yaml'}",
+        f"--from={format_time(h.began)}", f"--to={format_time(h.ended)}",
+        f"--horizontal-pod-autoscaler-sync-period={SYNC}s", *flags, timeout=300,
     )  # fmt: skip
 
 
