@@ -49,9 +49,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "promhpa-controller") ->
     args = parser.parse_args(argv)
     args.argv = argv
     apply_input_size(args)
-    problem = apply_kubectl_flags(args)
+    hpa, problem = apply_kubectl_flags(args)
     if problem is not None:
         parser.error(problem)
+    if hpa is not None:
+        args.hpa = hpa
     try:
         return int(args.func(args))
     except GateError as e:  # a gate the release decided as does not have, or locks

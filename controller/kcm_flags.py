@@ -62,9 +62,11 @@ def _dest(flag: str) -> str:
     return "kcm_" + flag.lstrip("-").replace("-", "_")
 
 
-def apply(a: argparse.Namespace, argv: list[str]) -> tuple[list[str], list[str]]:
-    """Map kcm's flags onto ours (a flag of ours given explicitly wins). Returns the
-    warnings to log (one per ignored flag) and the errors (a value promhpa cannot honour)."""
+def translate(a: argparse.Namespace, argv: list[str]) -> tuple[dict[str, object], list[str], list[str]]:
+    """What kcm's flags mean in ours: the values to set, by destination (a flag of ours given
+    explicitly wins), the warnings to log (one per ignored flag) and the errors (a value
+    promhpa cannot honour). ``a`` is read, never changed: the parser's module sets them."""
+    overrides: dict[str, object] = {}
     warnings: list[str] = []
     errors: list[str] = []
     explicit = {arg.split("=", 1)[0] for arg in argv if arg.startswith("--")}
@@ -76,16 +78,16 @@ def apply(a: argparse.Namespace, argv: list[str]) -> tuple[list[str], list[str]]
             errors.append(f"--v={values['--v']}: a verbosity is a number")
         else:
             if "--log-level" not in explicit:
-                a.log_level = "debug" if level >= 4 else "info"
+                overrides["log_level"] = "debug" if level >= 4 else "info"
     if values["--logging-format"] is not None:
         fmt = {"text": "console", "json": "json"}.get(values["--logging-format"])
         if fmt is None:
             errors.append(f"--logging-format={values['--logging-format']}: use text or json")
         elif "--log-format" not in explicit:
-            a.log_format = fmt
+            overrides["log_format"] = fmt
     for flag in ("--authentication-kubeconfig", "--authorization-kubeconfig"):
-        if values[flag] is not None and not a.kubeconfig:
-            a.kubeconfig = values[flag]
+        if values[flag] is not None and not a.kubeconfig and "kubeconfig" not in overrides:
+            overrides["kubeconfig"] = values[flag]
     lock = values["--leader-elect-resource-lock"]
     if lock is not None and lock != "leases":
         errors.append(f"--leader-elect-resource-lock={lock}: promhpa's leader election uses leases only")
@@ -94,4 +96,4 @@ def apply(a: argparse.Namespace, argv: list[str]) -> tuple[list[str], list[str]]
             warnings.append(
                 f"{f.flag}: accepted for kube-controller-manager compatibility and ignored: {f.why}"
             )
-    return warnings, errors
+    return overrides, warnings, errors

@@ -174,9 +174,9 @@ def add_kubectl_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context", help="the kubeconfig context to use (default: its current-context)")
 
 
-def apply_kubectl_flags(args: argparse.Namespace) -> str | None:
-    """``-n`` folded into the HPA argument, ``--context`` made the kubeconfig's; the usage
-    error to report, if any."""
+def apply_kubectl_flags(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """``--context`` made the kubeconfig's, and the HPA argument with ``-n`` folded in (None:
+    the command takes none), or the usage error to report."""
     from shared.kube.client import use_context
 
     if getattr(args, "context", None):
@@ -186,9 +186,9 @@ def apply_kubectl_flags(args: argparse.Namespace) -> str | None:
     if namespace and hpa:
         ns, slash, name = hpa.rpartition("/")
         if slash and ns != namespace:
-            return f"the HPA {hpa} names namespace {ns!r}, but -n says {namespace!r}: give one of them"
-        args.hpa = f"{namespace}/{name}"
-    return None
+            return None, f"the HPA {hpa} names namespace {ns!r}, but -n says {namespace!r}: give one of them"
+        return f"{namespace}/{name}", None
+    return hpa, None
 
 
 def deprecated_alias(canonical: str, old: str, *, store_true: bool = False) -> type[argparse.Action]:

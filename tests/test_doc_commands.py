@@ -77,8 +77,9 @@ def _parse(program: str, args: list[str]) -> argparse.Namespace | None:
             return check_parser().parse_args(args[1:])
         kept, aside = compat.split_unknown(args)
         ns = serve_parser().parse_args(kept)
-        errors, _ = compat.apply(ns, kept, aside)
+        overrides, errors, _ = compat.translate(ns, kept, aside)
         assert errors == [], errors
+        vars(ns).update(overrides)
         return ns
     except SystemExit as e:
         if e.code == 0:

@@ -219,9 +219,13 @@ def split_unknown(argv: list[str]) -> tuple[list[str], list[str]]:
 Ignored = tuple[str, dict[str, str]]  # a warning to log once logging is set up: event, fields
 
 
-def apply(a: argparse.Namespace, argv: list[str], set_aside: list[str]) -> tuple[list[str], list[Ignored]]:
-    """Map the compatible flags onto ours (a flag of ours given explicitly wins). Returns the
-    errors (flags that cannot be honoured together) and one warning per ignored flag."""
+def translate(
+    a: argparse.Namespace, argv: list[str], set_aside: list[str]
+) -> tuple[dict[str, object], list[str], list[Ignored]]:
+    """What the compatible flags mean in ours: the values to set, by destination (a flag of
+    ours given explicitly wins), the errors (flags that cannot be honoured together) and one
+    warning per ignored flag. ``a`` is read, never changed: the parser's module sets them."""
+    overrides: dict[str, object] = {}
     errors: list[str] = []
     ignored: list[Ignored] = []
     explicit = {arg.split("=", 1)[0] for arg in argv if arg.startswith("--")}
@@ -253,17 +257,18 @@ def apply(a: argparse.Namespace, argv: list[str], set_aside: list[str]) -> tuple
         else:
             parsed = value
         if c.target not in explicit:
-            setattr(a, dest, parsed)
+            overrides[dest] = parsed
             explicit.add(c.target)
-        elif getattr(a, dest, None) != parsed:
-            errors.append(f"{c.flag}={value} and {c.target}={getattr(a, dest, None)} disagree: keep one")
+        elif overrides.get(dest, getattr(a, dest, None)) != parsed:
+            said = overrides.get(dest, getattr(a, dest, None))
+            errors.append(f"{c.flag}={value} and {c.target}={said} disagree: keep one")
     for arg in set_aside:
         ignored.append(
             ("argument accepted for prometheus-adapter compatibility and ignored", {"argument": arg})
         )
     if a.prometheus_auth_incluster not in (None, "false") and a.prometheus_auth_config:
         errors.append("--prometheus-auth-incluster and --prometheus-auth-config cannot be used together")
-    return errors, ignored
+    return overrides, errors, ignored
 
 
 IN_CLUSTER = Path("/var/run/secrets/kubernetes.io/serviceaccount")

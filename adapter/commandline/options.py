@@ -135,7 +135,8 @@ def parse_serve(argv: Sequence[str]) -> AdapterOptions:
         raise OptionsError(
             "--prometheus-url must be an http(s) URL, e.g. http://prometheus:9090", log, got=a.prometheus_url
         )
-    errors, ignored = compat.apply(a, kept, set_aside)
+    overrides, errors, ignored = compat.translate(a, kept, set_aside)
+    vars(a).update(overrides)
     if errors:
         raise OptionsError("conflicting flags", log, errors=errors)
     if a.insecure_skip_auth and not ipaddress.ip_address(a.bind_address).is_loopback:

@@ -172,7 +172,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from controller.live.runner import Options, run
     from shared.logging import configure
 
-    warnings, errors = kcm_flags.apply(args, getattr(args, "argv", []))
+    overrides, warnings, errors = kcm_flags.translate(args, getattr(args, "argv", []))
+    args = argparse.Namespace(**{**vars(args), **overrides})  # kcm's spellings, read as ours
     if errors:
         for error in errors:
             print(f"error: {error}", file=sys.stderr)

@@ -57,7 +57,8 @@ def their_flags() -> list[tuple[str, str | None]]:
 def ours(argv: list[str]) -> tuple[argparse.Namespace, list[str], list[compat.Ignored]]:
     kept, aside = compat.split_unknown(argv)
     a = serve_parser().parse_args(kept)
-    errors, ignored = compat.apply(a, kept, aside)
+    overrides, errors, ignored = compat.translate(a, kept, aside)
+    vars(a).update(overrides)
     return a, errors, ignored
 
 

@@ -60,7 +60,9 @@ SIGS = [  # kubernetes-sigs/prometheus-adapter deploy/manifests/deployment.yaml
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     kept, aside = compat.split_unknown(argv)
     a = serve_parser().parse_args(kept)
-    return a, compat.apply(a, kept, aside)[0]
+    overrides, errors, _ = compat.translate(a, kept, aside)
+    vars(a).update(overrides)
+    return a, errors
 
 
 def test_community_chart_arguments_are_accepted_and_mean_the_same() -> None:

@@ -80,7 +80,7 @@ def test_every_kcm_flag_concerning_the_hpa_is_ours_mapped_or_warned_about() -> N
         except SystemExit:
             unaccepted.append(f"{flag}={value}: refused")
             continue
-        warnings, errors = kcm_flags.apply(args, argv)
+        _, warnings, errors = kcm_flags.translate(args, argv)
         if errors:
             unaccepted.append(f"{flag}={value}: {errors}")
         elif flag in own and flag not in kcm_flags.FLAGS:
@@ -94,19 +94,17 @@ def test_every_kcm_flag_concerning_the_hpa_is_ours_mapped_or_warned_about() -> N
 
 def test_a_lock_other_than_leases_is_refused() -> None:
     argv = ["run", "--leader-elect-resource-lock=endpoints"]
-    _, errors = kcm_flags.apply(build_parser().parse_args(argv), argv)
+    _, _, errors = kcm_flags.translate(build_parser().parse_args(argv), argv)
     assert errors == ["--leader-elect-resource-lock=endpoints: promhpa's leader election uses leases only"]
 
 
 def test_klog_verbosity_and_format_map_onto_ours_unless_given() -> None:
     argv = ["run", "--v=4", "--logging-format=text"]
-    args = build_parser().parse_args(argv)
-    kcm_flags.apply(args, argv)
-    assert (args.log_level, args.log_format) == ("debug", "console")
+    overrides, _, _ = kcm_flags.translate(build_parser().parse_args(argv), argv)
+    assert overrides == {"log_level": "debug", "log_format": "console"}
     argv = ["run", "--v=4", "--log-level=warning"]
-    args = build_parser().parse_args(argv)
-    kcm_flags.apply(args, argv)
-    assert args.log_level == "warning"
+    overrides, _, _ = kcm_flags.translate(build_parser().parse_args(argv), argv)
+    assert "log_level" not in overrides  # ours, given, wins
 
 
 def test_leader_elect_takes_kcms_boolean_forms() -> None:
