@@ -58,7 +58,7 @@ unit: venv
 
 # The cluster tools are built before pytest so a cold build (25-45 min) shows its progress.
 test: lint cluster-tools
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=25
 
 # The release as users install it, on a real node (kubelet, containerd, runc, kube-proxy,
 # CoreDNS on this machine; needs root): docs/install.md's commands, then the chart's
@@ -75,8 +75,9 @@ e2e: venv cluster-tools
 # Prometheus stopped). The rest of tests/controller/live (rate limits, a second writer, the
 # shadow beside kube-controller-manager, `why`, the query rate per HPA) and the tenants tests
 # (Mimir) exercise the same adapter code whichever Prometheus answers, and ran in `make test`.
+# Of the files named, a test that reaches no Prometheus (tests/conftest.py) is deselected.
 test-prometheus2: venv cluster-tools
-	PROMHPA_PROMETHEUS=2 $(BIN)/pytest tests/adapter tests/controller/replay tests/charts/test_observability.py \
+	PROMHPA_PROMETHEUS=2 $(BIN)/pytest --durations=15 tests/adapter tests/controller/replay tests/charts/test_observability.py \
 	  tests/controller/live/test_controller.py tests/controller/live/test_thanos.py tests/controller/live/test_fallback_live.py \
 	  --deselect tests/adapter/test_team_tenants_live.py
 

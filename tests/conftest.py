@@ -27,6 +27,8 @@ NEEDS_TOOLS = {"prometheus", "exporter", "own_prometheus", "mimir"}  # binaries 
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("PROMHPA_PROMETHEUS") == "2":
+        _only_what_reaches_prometheus(config, items)
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         # the real node's tests start a control plane of their own (tests/e2e/conftest.py)
@@ -34,6 +36,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.cluster)
         if fixtures & NEEDS_TOOLS or item.nodeid.startswith("tests/charts/"):
             item.add_marker(pytest.mark.tools)
+
+
+def _only_what_reaches_prometheus(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``make test-prometheus2`` runs again, against Prometheus 2, what can differ between its
+    releases: a test that reaches no Prometheus (no Prometheus fixture, no cluster, whose
+    Prometheus scrapes the pods) has nothing new to say there and is deselected."""
+    reaches = NEEDS_TOOLS | {"cluster"}
+    kept = [i for i in items if reaches & set(getattr(i, "fixturenames", ()))]
+    dropped = [i for i in items if i not in kept]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")
