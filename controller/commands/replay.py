@@ -159,18 +159,23 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
             for assignment in a.set:
                 b = {**b, "spec": set_path(b.get("spec") or {}, assignment)}
             variants["B"] = b
-        problems = [f"{name}: {p}" for name, h in variants.items() for p in validate_hpa(h)]
+        from_file = a.hpa == "-" or Path(a.hpa).exists()
+        live = not from_file and not a.emulated_version
+        settings = settings_for(server_version(a.kubeconfig) if live else None)
+        gates = settings.feature_gates  # what the release decided as refuses, it refuses too
+        problems = [
+            f"{name}: {p}"
+            for name, h in variants.items()
+            for p in validate_hpa(h, gates.hpa_scale_to_zero, gates.hpa_configurable_tolerance)
+        ]
         if problems:
             raise ValueError(
                 "the API server would refuse this HPA, so it is not replayed:\n  " + "\n  ".join(problems)
             )
         config = rules(a.config)
         requests = requests_of(a.requests)
-        from_file = a.hpa == "-" or Path(a.hpa).exists()
         if not requests and not from_file:
             requests = live_requests(hpa, a.kubeconfig)
-        live = not from_file and not a.emulated_version
-        settings = settings_for(server_version(a.kubeconfig) if live else None)
     except (ValueError, OSError, RecordError, argparse.ArgumentTypeError, KubeError) as e:
         print(f"error: {e}", file=sys.stderr)
         # the cluster refusing or not answering is a failure at run time (1), a kubeconfig
