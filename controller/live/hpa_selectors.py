@@ -9,7 +9,6 @@ requirements, so only those that can match one of the pods' label pairs are test
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,34 +23,30 @@ class SelectorRegistry:
         self._selectors: dict[Key, Selector] = {}
         self._by_pair: dict[Pair, set[Key]] = {}
         self._unindexed: dict[str, set[Key]] = {}  # selectors without an equality requirement
-        self._lock = threading.Lock()
 
     def put(self, key: Key, selector: Selector) -> None:
-        with self._lock:
-            if self._selectors.get(key) == selector:
-                return
-            self._drop(key)
-            self._selectors[key] = selector
-            pairs = _index_pairs(key[0], selector)
-            if pairs is None:
-                self._unindexed.setdefault(key[0], set()).add(key)
-            else:
-                for pair in pairs:
-                    self._by_pair.setdefault(pair, set()).add(key)
+        if self._selectors.get(key) == selector:
+            return
+        self._drop(key)
+        self._selectors[key] = selector
+        pairs = _index_pairs(key[0], selector)
+        if pairs is None:
+            self._unindexed.setdefault(key[0], set()).add(key)
+        else:
+            for pair in pairs:
+                self._by_pair.setdefault(pair, set()).add(key)
 
     def remove(self, key: Key) -> None:
-        with self._lock:
-            self._drop(key)
+        self._drop(key)
 
     def selecting(self, namespace: str, pods: Iterable[dict[str, Any]]) -> list[str]:
         """NAMESPACE/NAME of every registered HPA whose selector matches one of ``pods``."""
         labels = [p["metadata"].get("labels") or {} for p in pods]
-        with self._lock:
-            candidates = set(self._unindexed.get(namespace, set()))
-            for ls in labels:
-                for k, v in ls.items():
-                    candidates |= self._by_pair.get((namespace, k, v), set())
-            chosen = [(key, self._selectors[key]) for key in candidates]
+        candidates = set(self._unindexed.get(namespace, set()))
+        for ls in labels:
+            for k, v in ls.items():
+                candidates |= self._by_pair.get((namespace, k, v), set())
+        chosen = [(key, self._selectors[key]) for key in candidates]
         return sorted(f"{ns}/{name}" for (ns, name), sel in chosen if any(sel.matches(ls) for ls in labels))
 
     def _drop(self, key: Key) -> None:

@@ -35,7 +35,6 @@ one too.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -54,11 +53,10 @@ STEADY_SIGHTS = 2  # reconciles without an owner write that must differ to count
 
 
 class Shadow:
-    """The owner's rescales (fed from the HPA informer's thread) and the comparisons."""
+    """The owner's rescales (fed by the HPA informer, on the loop) and the comparisons."""
 
     def __init__(self, period: float = 15.0) -> None:
         self.period = period
-        self._lock = threading.Lock()
         self._last_scale_time: dict[Key, str | None] = {}
         self._pending: dict[Key, list[OwnerRescale]] = {}
         self._last_status: dict[Key, dict[str, Any]] = {}
@@ -80,31 +78,30 @@ class Shadow:
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         status = obj.get("status") or {}
         last = status.get("lastScaleTime")
-        with self._lock:
-            if kind == "DELETED":
-                for d in (self._last_scale_time, self._pending, self._last_status, self._writes):
-                    d.pop(key, None)
-                self._decisions.pop(key, None)
-                self.comparisons.pop(key, None)
-                return
-            if kind == "MODIFIED" and status.get("conditions") and status != self._last_status.get(key):
-                self._writes.setdefault(key, []).append((seen_at, status))
-            self._last_status[key] = status
-            known = key in self._last_scale_time
-            previous = self._last_scale_time.get(key)
-            self._last_scale_time[key] = last
-            if last is None or (known and previous == last):
-                return
-            current, desired = status.get("currentReplicas"), status.get("desiredReplicas")
-            if not isinstance(current, int) or not isinstance(desired, int) or current == desired:
-                return
-            try:
-                at = parse_time(str(last))
-            except DurationError:
-                return
-            if known:
-                at = max(at, seen_at)
-            self._pending.setdefault(key, []).append(OwnerRescale(desired - current, at))
+        if kind == "DELETED":
+            for d in (self._last_scale_time, self._pending, self._last_status, self._writes):
+                d.pop(key, None)
+            self._decisions.pop(key, None)
+            self.comparisons.pop(key, None)
+            return
+        if kind == "MODIFIED" and status.get("conditions") and status != self._last_status.get(key):
+            self._writes.setdefault(key, []).append((seen_at, status))
+        self._last_status[key] = status
+        known = key in self._last_scale_time
+        previous = self._last_scale_time.get(key)
+        self._last_scale_time[key] = last
+        if last is None or (known and previous == last):
+            return
+        current, desired = status.get("currentReplicas"), status.get("desiredReplicas")
+        if not isinstance(current, int) or not isinstance(desired, int) or current == desired:
+            return
+        try:
+            at = parse_time(str(last))
+        except DurationError:
+            return
+        if known:
+            at = max(at, seen_at)
+        self._pending.setdefault(key, []).append(OwnerRescale(desired - current, at))
 
     def follow_owner(
         self, key: Key, history: History, behavior: Behavior | None, upto: datetime | None = None
@@ -115,12 +112,11 @@ class Shadow:
         Only rescales seen by ``upto`` (the snapshot's clock, read before the scale) count:
         one the owner made while we were reading is not in the scale we read either, and
         waits for the next reconcile."""
-        with self._lock:
-            pending = self._pending.pop(key, [])
-            rescales = [r for r in pending if upto is None or r.at <= upto]
-            later = [r for r in pending if upto is not None and r.at > upto]
-            if later:
-                self._pending[key] = later
+        pending = self._pending.pop(key, [])
+        rescales = [r for r in pending if upto is None or r.at <= upto]
+        later = [r for r in pending if upto is not None and r.at > upto]
+        if later:
+            self._pending[key] = later
         if behavior is None:
             return history
         ups, downs = history.scale_up_events, history.scale_down_events
@@ -241,8 +237,7 @@ class Shadow:
     ) -> Comparison:
         """Our would-be ``status`` (decided ``now``) against the owner's decisions since our
         previous reconcile, paired as the module docstring says."""
-        with self._lock:
-            writes = self._writes.pop(key, [])
+        writes = self._writes.pop(key, [])
         before = self._decisions.get(key)
         mine = (now, status, snapshot)
         self._decisions[key] = mine

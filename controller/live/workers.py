@@ -42,12 +42,12 @@ class Workers:
         self.enqueues_immediately = enqueues_immediately
         self.queue = WorkQueue(on_wait=reconciler.metrics.observe_queue_wait)
         self._generations: dict[tuple[str, str], object] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = False
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
     def on_hpa(self, kind: str, obj: dict[str, Any]) -> None:
-        """The HPA informer's callback (its thread). Upstream's cadence: an added or
+        """The HPA informer's callback (on the loop). Upstream's cadence: an added or
         deleted HPA, or a spec change (its generation moved), is reconciled now; any other
         update -- our own status write coming back through the watch -- waits for the sync
         period, as client-go's AddRateLimited does."""
@@ -63,17 +63,16 @@ class Workers:
         same_spec = previous == generation or not self.generation_gate
         if self.dry_run:
             self.reconciler.shadow.observe_hpa(kind, obj, datetime.now(UTC))
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return  # before start (the first list is replayed then) or after stop
+        if not self._started:
+            return  # before start (the first list is replayed then)
         if kind != "DELETED" and ((known and same_spec) or not self.enqueues_immediately):
-            loop.call_soon_threadsafe(self.queue.add_rate_limited, key, self.sync_period)
+            self.queue.add_rate_limited(key, self.sync_period)
         else:
-            loop.call_soon_threadsafe(self.queue.add, key)
+            self.queue.add(key)
 
     def start(self, hpas: list[dict[str, Any]]) -> None:
         """Every HPA listed so far, now; then ``count`` workers."""
-        self._loop = asyncio.get_running_loop()
+        self._started = True
         for obj in hpas:
             meta = obj.get("metadata", {})
             key = (meta.get("namespace", ""), meta.get("name", ""))

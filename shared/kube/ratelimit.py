@@ -5,8 +5,8 @@ A bucket holds up to ``burst`` tokens and gains ``qps`` a second; each request t
 waiting for it when the bucket is empty. Requests are served in the order they asked
 (each reserves the next token and sleeps until it is due), so a burst of reconciles
 spreads out instead of hammering the API server: at 2,000 HPAs and no limit that was
-about 400 requests a second. One bucket serves the event loop (``wait``) and the
-informers' threads (``wait_sync``) alike; ``qps <= 0`` means no limit.
+about 400 requests a second. Every request is sent from the event loop, so a bucket is
+plain state on it; ``qps <= 0`` means no limit.
 
 kube-controller-manager applies ``--kube-api-qps`` to each client it builds, and its HPA
 controller builds several, each with a bucket of its own: the HPA clientset (status writes,
@@ -17,7 +17,6 @@ the same requests the same buckets, picked by path, so equal flags mean equal li
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Callable
 
@@ -29,31 +28,24 @@ class TokenBucket:
         self.qps, self.burst, self.clock = qps, burst, clock
         self._tokens = float(burst)
         self._at = clock()
-        self._lock = threading.Lock()
         self.waited = 0.0  # seconds requests spent waiting for a token, in total (a metric)
 
     def reserve(self) -> float:
         """Take the next token: how many seconds until it is due (0: now)."""
         if self.qps <= 0:
             return 0.0
-        with self._lock:
-            now = self.clock()
-            self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.qps)
-            self._at = now
-            self._tokens -= 1.0
-            delay = 0.0 if self._tokens >= 0 else -self._tokens / self.qps
-            self.waited += delay
-            return delay
+        now = self.clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.qps)
+        self._at = now
+        self._tokens -= 1.0
+        delay = 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+        self.waited += delay
+        return delay
 
     async def wait(self) -> None:
         delay = self.reserve()
         if delay > 0:
             await asyncio.sleep(delay)
-
-    def wait_sync(self) -> None:
-        delay = self.reserve()
-        if delay > 0:
-            time.sleep(delay)
 
     def bucket(self, path: str) -> TokenBucket:
         """One bucket for every request (``PerClient``'s interface)."""
