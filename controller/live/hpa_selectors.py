@@ -29,12 +29,8 @@ class SelectorRegistry:
             return
         self._drop(key)
         self._selectors[key] = selector
-        pairs = _index_pairs(key[0], selector)
-        if pairs is None:
-            self._unindexed.setdefault(key[0], set()).add(key)
-        else:
-            for pair in pairs:
-                self._by_pair.setdefault(pair, set()).add(key)
+        for entries in self._entries(key[0], selector, make=True):
+            entries.add(key)
 
     def remove(self, key: Key) -> None:
         self._drop(key)
@@ -51,14 +47,26 @@ class SelectorRegistry:
 
     def _drop(self, key: Key) -> None:
         old = self._selectors.pop(key, None)
-        if old is None:
-            return
-        pairs = _index_pairs(key[0], old)
+        for entries in self._entries(key[0], old, make=False) if old is not None else ():
+            entries.discard(key)
+
+    def _entries(self, namespace: str, selector: Selector, make: bool) -> list[set[Key]]:
+        """The index entries a selector is filed under: one per equality pair it requires,
+        or its namespace's unindexed set (``make``: created where missing)."""
+        pairs = _index_pairs(namespace, selector)
         if pairs is None:
-            self._unindexed.get(key[0], set()).discard(key)
-        else:
-            for pair in pairs:
-                self._by_pair.get(pair, set()).discard(key)
+            found = self._unindexed.get(namespace)
+            if found is None and make:
+                found = self._unindexed[namespace] = set()
+            return [found] if found is not None else []
+        out = []
+        for pair in pairs:
+            entry = self._by_pair.get(pair)
+            if entry is None and make:
+                entry = self._by_pair[pair] = set()
+            if entry is not None:
+                out.append(entry)
+        return out
 
 
 def _index_pairs(namespace: str, selector: Selector) -> list[Pair] | None:

@@ -305,16 +305,23 @@ def _object(path: str, src: dict[str, Any]) -> list[str]:
     return out
 
 
+def _exactly_one(t: dict[str, Any], keys: tuple[str, str], neither: tuple[str, str],
+                 both: tuple[str, str]) -> list[str]:  # fmt: skip
+    """A target must set one of ``keys``, not both: (path, message) for each refusal."""
+    present = [t.get(k) is not None for k in keys]
+    if not any(present):
+        return [required(*neither)]
+    return [forbidden(*both)] if all(present) else []
+
+
 def _external(path: str, src: dict[str, Any]) -> list[str]:
     t = _target_of(src)
     out = _identifier(f"{path}.metric", src.get("metric")) + _target(f"{path}.target", t)
-    if t.get("value") is None and t.get("averageValue") is None:
-        out.append(required(f"{path}.target.averageValue",
-                            "must set either a target value for metric or a per-pod target"))  # fmt: skip
-    if t.get("value") is not None and t.get("averageValue") is not None:
-        out.append(forbidden(f"{path}.target.value",
-                             "may not set both a target value for metric and a per-pod target"))  # fmt: skip
-    return out
+    return out + _exactly_one(
+        t, ("value", "averageValue"),
+        (f"{path}.target.averageValue", "must set either a target value for metric or a per-pod target"),
+        (f"{path}.target.value", "may not set both a target value for metric and a per-pod target"),
+    )  # fmt: skip
 
 
 def _pods(path: str, src: dict[str, Any]) -> list[str]:
@@ -339,14 +346,11 @@ def _resource(path: str, src: dict[str, Any], container: bool = False) -> list[s
         else:
             out += [invalid(f"{path}.container", box, m) for m in dns_label_problems(box)]
     t = _target_of(src)
-    out += _target(f"{path}.target", t)
-    if t.get("averageUtilization") is None and t.get("averageValue") is None:
-        out.append(required(f"{path}.target.averageUtilization",
-                            "must set either a target raw value or a target utilization"))  # fmt: skip
-    if t.get("averageUtilization") is not None and t.get("averageValue") is not None:
-        out.append(forbidden(f"{path}.target.averageValue",
-                             "may not set both a target raw value and a target utilization"))  # fmt: skip
-    return out
+    return out + _target(f"{path}.target", t) + _exactly_one(
+        t, ("averageUtilization", "averageValue"),
+        (f"{path}.target.averageUtilization", "must set either a target raw value or a target utilization"),
+        (f"{path}.target.averageValue", "may not set both a target raw value and a target utilization"),
+    )  # fmt: skip
 
 
 def _container_resource(path: str, src: dict[str, Any]) -> list[str]:

@@ -2,37 +2,15 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
 
 from controller.replay.hpa_validation import validate_hpa
-from localcluster.manifests import hpa_manifest
-from localcluster.manifests import pods_metric
+from tests.controller.replay.hpa_table import BASE
+from tests.controller.replay.hpa_table import changed
 
-HPA: dict[str, Any] = hpa_manifest(
-    "shop",
-    "web",
-    pods_metric("q", "10"),
-    {
-        "type": "Resource",
-        "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}},
-    },
-)
-HPA["spec"]["behavior"] = {
-    "scaleUp": {"selectPolicy": "Max", "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15}]}
-}
-
-
-def changed(path: str, value: Any) -> dict[str, Any]:
-    doc = copy.deepcopy(HPA)
-    *parents, last = path.split(".")
-    node: Any = doc["spec"]
-    for p in parents:
-        node = node[int(p)] if p.isdigit() else node[p]
-    node[int(last) if last.isdigit() else last] = value
-    return doc
+HPA = BASE
 
 
 def test_a_valid_hpa_has_no_problem() -> None:
