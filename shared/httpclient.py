@@ -220,7 +220,8 @@ class Connections:
         self, origin: Origin, target: str, headers: Mapping[str, str], idle: float
     ) -> AsyncIterator[tuple[int, bytes, AsyncIterator[bytes]]]:
         """A GET whose answer streams (``Connection.stream``), on a connection of its own,
-        outside the pool and its bound: a watch holds it for minutes, and it is closed after."""
+        outside the pool and its bound: a watch holds it for minutes, and it is closed after
+        (its socket too, before this returns: a loop may end right after)."""
         request = self._frame(origin, "GET", target, headers, None)
         async with asyncio.timeout(idle):
             conn = await self._connect(origin)
@@ -230,6 +231,7 @@ class Connections:
         finally:
             self._busy.discard(conn)
             conn.close()
+            await conn.wait_lost(1.0)
 
     async def _request(
         self, origin: Origin, request: bytes, timeout: float | None, answer: dict[str, str] | None

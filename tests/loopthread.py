@@ -38,6 +38,7 @@ class LoopThread:
         return self.run(called())
 
     def close(self) -> None:
+        self.run(asyncio.sleep(0.05))  # what closing scheduled (a socket's close) runs first
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)
         self.loop.close()
