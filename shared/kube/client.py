@@ -145,8 +145,8 @@ class Kube:
     async def get(self, path: str, query: Query = None, timeout: float = 30) -> Any:
         return await self._send("GET", path, None, query, timeout)
 
-    async def post(self, path: str, body: Any) -> Any:
-        return await self._send("POST", path, body)
+    async def post(self, path: str, body: Any, query: Query = None) -> Any:
+        return await self._send("POST", path, body, query)
 
     async def put(self, path: str, body: Any, query: Query = None) -> Any:
         return await self._send("PUT", path, body, query)

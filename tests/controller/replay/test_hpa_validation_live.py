@@ -32,7 +32,7 @@ async def refusals(kube: Kube, docs: list[dict[str, Any]]) -> list[list[str]]:
     try:
         for doc in docs:
             try:
-                await kube._send("POST", HPAS, doc, [("dryRun", "All")])
+                await kube.post(HPAS, doc, [("dryRun", "All")])
                 out.append([])
             except KubeError as e:
                 causes = (e.details or {}).get("causes") or []
