@@ -74,7 +74,6 @@ class TeamRuleWatch:
         # the file form's discovery: rule -> (the version it was made for, metric -> series)
         self._discovered: dict[Key, tuple[TeamRule, dict[Name, str]]] = {}
         self._wake = asyncio.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._denied = False
         self.informers = {
             kind: Informer(kube, PATHS[kind], on_change=self._changed, watch_idle_timeout=watch_idle_timeout)
@@ -87,7 +86,6 @@ class TeamRuleWatch:
 
     async def context(self, _: web.Application) -> AsyncIterator[None]:
         """Start watching; stop with the app (aiohttp cleanup context)."""
-        self._loop = asyncio.get_running_loop()
         await asyncio.to_thread(self.judge.start)
         for informer in self.informers.values():
             informer.start()

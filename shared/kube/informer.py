@@ -137,10 +137,6 @@ class Informer:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    @property
-    def stopped(self) -> bool:
-        return self._task is None or self._task.done()
-
     def selection_generation(self, namespace: str | None) -> tuple[int, int]:
         """Moves whenever what ``select(namespace, ...)`` can answer changes -- an object of
         that namespace (of any, for None) added or removed, or its labels changed -- and
