@@ -8,7 +8,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from controller.commands import compare, decide, replay, run, snapshot, why
+from controller.commands import adopt, compare, decide, replay, run, snapshot, why
 from controller.commands.common import _endpoint_flags, _live_flags
 from controller.engine.gates import GateError
 from shared.cliflags import Parser, apply_input_size, apply_kubectl_flags
@@ -26,6 +26,7 @@ def build_parser(prog: str = "promhpa-controller") -> argparse.ArgumentParser:
     compare.add_parser(sub)
     why.add_parser(sub, _endpoint_flags)
     replay.add_parser(sub, _live_flags)
+    adopt.add_parser(sub)
     return p
 
 

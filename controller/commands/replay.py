@@ -19,8 +19,10 @@ from typing import Any
 
 import yaml
 
+from controller.commands.why import add_kind_flag
+from controller.engine.hpa_validation import validate_hpa
+from controller.engine.knobs import OWN_API_VERSION
 from controller.engine.model import Settings
-from controller.replay.hpa_validation import validate_hpa
 from controller.replay.inputs import live_requests, load_hpa, server_version
 from controller.replay.report import as_csv, as_json, summarize, table
 from controller.replay.simulate import Outcome, Step
@@ -40,6 +42,7 @@ def add_parser(sub: Any, live_flags: Any) -> None:
         description=__doc__.splitlines()[0],
     )
     r.add_argument("hpa", help="an HPA YAML file, or NAMESPACE/NAME read live (--kubeconfig)")
+    add_kind_flag(r)
     r.add_argument("--prometheus-url", required=True, help="the Prometheus holding the recorded history")
     auth_flags(r)  # the adapter's own: a managed Prometheus' credentials work here too
     r.add_argument("--config", required=True, help="the adapter's rule file (names resolve to its PromQL)")
@@ -152,10 +155,10 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
         if a.plot is not None and a.plot.suffix.lower() not in (".png", ".svg"):
             raise ValueError(f"--plot {a.plot}: draws PNG or SVG; name the file .png or .svg")
         requests_of(a.requests)
-        hpa = load_hpa(a.hpa, a.kubeconfig)
+        hpa = load_hpa(a.hpa, a.kubeconfig, a.kind)
         variants: dict[str, dict[str, Any]] = {"A": hpa}
         if a.spec_b or a.set:
-            b = load_hpa(a.spec_b, a.kubeconfig) if a.spec_b else copy.deepcopy(hpa)
+            b = load_hpa(a.spec_b, a.kubeconfig, a.kind) if a.spec_b else copy.deepcopy(hpa)
             for assignment in a.set:
                 b = {**b, "spec": set_path(b.get("spec") or {}, assignment)}
             variants["B"] = b
@@ -166,7 +169,12 @@ def cmd_replay(a: argparse.Namespace, settings_for: Callable[[str | None], Setti
         problems = [
             f"{name}: {p}"
             for name, h in variants.items()
-            for p in validate_hpa(h, gates.hpa_scale_to_zero, gates.hpa_configurable_tolerance)
+            # promhpa's own kind takes minReplicas 0 whatever the gates (controller.engine.knobs)
+            for p in validate_hpa(
+                h,
+                gates.hpa_scale_to_zero or h.get("apiVersion") == OWN_API_VERSION,
+                gates.hpa_configurable_tolerance,
+            )
         ]
         if problems:
             raise ValueError(

@@ -103,6 +103,22 @@ def add_parser(sub: Any) -> None:
         "write (default %(default)s; 0 turns the guard off; a dry run never writes anyway)",
     )
     r.add_argument(
+        "--own-kind",
+        choices=("active", "off"),
+        default="active",
+        help="promhpa's own HPA kind (autoscaling.promhpa.io/v2, the chart's CRD; docs/own-kind.md): "
+        "`active` (the default) reconciles its objects wherever the CRD is installed, also in a dry "
+        "run -- the built-in controller never acts on them; `off` leaves them alone",
+    )
+    r.add_argument(
+        "--admission-webhook-port",
+        type=port_or_zero,
+        default=0,
+        help="serve the admission webhook of promhpa's own HPA kind (POST "
+        "/validate/horizontalpodautoscalers: the API server's refusals, in its words) on this HTTPS "
+        "port, which asks no client certificate (docs/own-kind.md); 0 (the default): not served",
+    )
+    r.add_argument(
         "--scale-reads",
         choices=("watch", "get"),
         default="watch",
@@ -226,6 +242,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         second_writer_quiet=args.second_writer_quiet_period.total_seconds(),
         why_history=args.why_history,
         scale_reads=args.scale_reads,
+        own_kind=args.own_kind == "active",
+        admission_webhook_port=args.admission_webhook_port,
     )
     if opts.insecure_skip_auth and not ipaddress.ip_address(opts.bind_address).is_loopback:
         print("error: --insecure-skip-auth only binds to loopback", file=sys.stderr)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from controller.commands.why import ControllerAccess
+from controller.commands.why import ControllerAccess, add_kind_flag
 from controller.endpoint_client import EndpointError
 from controller.engine.model import History
 from shared import exitcodes
@@ -32,6 +32,7 @@ def add_parser(sub: Any) -> None:
         "snapshot (docs/snapshot.md) that `decide` decides offline.",
     )
     s.add_argument("hpa", metavar="NAMESPACE/NAME")
+    add_kind_flag(s)
     _controller_source(
         s,
         "the running leader's memory of the HPA (recommendations, scale events) goes into the snapshot, "
@@ -64,9 +65,9 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         return 2
     try:
         wanted = args.controller_url or args.from_leader
-        history = _live_history(ControllerAccess.of(args), namespace, name) if wanted else None
+        history = _live_history(ControllerAccess.of(args), namespace, name, args.kind) if wanted else None
         snap = asyncio.run(
-            _observe(Kube(load(args.kubeconfig)), DecisionFlags.of(args), namespace, name, history)
+            _observe(Kube(load(args.kubeconfig)), DecisionFlags.of(args), namespace, name, history, args.kind)
         )
     except (KubeError, EndpointError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -79,15 +80,19 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 async def _observe(
-    kube: Kube, flags: DecisionFlags, namespace: str, name: str, history: History | None
+    kube: Kube, flags: DecisionFlags, namespace: str, name: str, history: History | None, kind: str = "hpa"
 ) -> dict[str, Any]:
-    """One observation of the HPA, as the running controller's reconcile makes it."""
-    from controller.live.caches import hpa_and_pod_informers
+    """One observation of the HPA (``kind`` phpa: of promhpa's own kind), as the running
+    controller's reconcile makes it."""
+    from controller.engine.knobs import own_kind_settings
+    from controller.live.caches import hpa_informer, pod_informer
     from controller.live.observe import Observer
     from shared.kube.discovery import RESTMapper
     from shared.kube.errors import KubeError
+    from shared.kube.resources import HPA, OWN_HPA
 
-    hpas, pods = hpa_and_pod_informers(kube, namespace)
+    resource = OWN_HPA if kind == "phpa" else HPA
+    hpas, pods = hpa_informer(kube, namespace, kind=resource), pod_informer(kube, namespace)
     try:
         server = (await kube.get("/version")).get("gitVersion")  # the cluster answers, or one line now
         pods.start()
@@ -95,7 +100,10 @@ async def _observe(
         for informer in (pods, hpas):
             if not await informer.wait_synced(30):
                 raise KubeError(0, f"could not list {informer.path} within 30s: {informer.error}")
-        observer = Observer(kube, RESTMapper(kube), hpas, pods, flags.settings(server))
+        settings = flags.settings(server)
+        if kind == "phpa":
+            settings = own_kind_settings(settings)
+        observer = Observer(kube, RESTMapper(kube), hpas, pods, settings, kind=resource)
         return (await observer.observe(namespace, name, history)).document()
     finally:
         for informer in (pods, hpas):
@@ -103,12 +111,12 @@ async def _observe(
         await kube.aclose()
 
 
-def _live_history(access: ControllerAccess, namespace: str, name: str) -> History | None:
+def _live_history(access: ControllerAccess, namespace: str, name: str, kind: str = "hpa") -> History | None:
     """The running controller's memory of the HPA (its /debug/history endpoint)."""
     from controller.engine.parse import parse_history_wire
 
     try:
-        return parse_history_wire(controller_get(access, f"/debug/history/{namespace}/{name}"))
+        return parse_history_wire(controller_get(access, f"/debug/history/{namespace}/{name}?kind={kind}"))
     except EndpointError as e:
         if e.status == 404:
             where = access.controller_url or "the leader"

@@ -71,6 +71,7 @@ def add_parser(sub: Any, endpoint_flags: Callable[[argparse.ArgumentParser], Non
         "decided and whether promhpa agrees.",
     )
     w.add_argument("hpa", metavar="NAMESPACE/NAME")
+    add_kind_flag(w)
     w.add_argument(
         "--last", type=_positive, default=3, help="how many distinct decisions to show (default %(default)s)"
     )
@@ -110,6 +111,16 @@ def add_leader_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_kind_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--kind",
+        choices=("hpa", "phpa"),
+        default="hpa",
+        help="hpa: a built-in autoscaling/v2 HPA (the default); phpa: one of promhpa's own kind "
+        "(autoscaling.promhpa.io/v2, docs/own-kind.md)",
+    )
+
+
 def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
@@ -121,7 +132,7 @@ def cmd_why(args: argparse.Namespace) -> int:
     if not namespace or not name:
         print("error: give the HPA as NAMESPACE/NAME", file=sys.stderr)
         return 2
-    path = f"/debug/why/{namespace}/{name}?last={args.last}"
+    path = f"/debug/why/{namespace}/{name}?last={args.last}&kind={args.kind}"
     try:
         doc, where = ask_controller(ControllerAccess.of(args), path)
     except EndpointError as e:

@@ -64,34 +64,40 @@ def parse_spec(annotations: dict[str, Any]) -> FallbackSpec | None:
         data = json.loads(str(raw))
     except ValueError as e:
         raise FallbackError(f"{ANNOTATION}: not JSON: {e}") from None
+    return fallback_from(data, ANNOTATION)
+
+
+def fallback_from(data: Any, where: str) -> FallbackSpec:
+    """A fallback object -- the annotation's JSON, or ``spec.controller.fallback`` of
+    promhpa's own kind -- with errors naming ``where`` and the key."""
     if not isinstance(data, dict):
-        raise FallbackError(f'{ANNOTATION}: must be an object such as {{"policy": "Static", "replicas": 4}}')
+        raise FallbackError(f'{where}: must be an object such as {{"policy": "Static", "replicas": 4}}')
     unknown = sorted(set(data) - _KEYS)
     if unknown:
-        raise FallbackError(f"{ANNOTATION}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")
+        raise FallbackError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")
     policy = data.get("policy", "Static")
     if policy not in POLICIES:
-        raise FallbackError(f"{ANNOTATION}.policy: {policy!r} is not one of {', '.join(POLICIES)}")
+        raise FallbackError(f"{where}.policy: {policy!r} is not one of {', '.join(POLICIES)}")
     replicas = data.get("replicas")
     if policy == "Static":
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
-            raise FallbackError(f"{ANNOTATION}.replicas: Static needs a replica count of at least 1")
+            raise FallbackError(f"{where}.replicas: Static needs a replica count of at least 1")
     elif replicas is not None:
-        raise FallbackError(f"{ANNOTATION}.replicas: only the Static policy takes a replica count")
+        raise FallbackError(f"{where}.replicas: only the Static policy takes a replica count")
     return FallbackSpec(
         policy,
         replicas,
-        timedelta(seconds=_seconds(data, "failureDurationSeconds", 60, minimum=0)),
-        timedelta(seconds=_seconds(data, "maxStalenessSeconds", 0, minimum=1))
+        timedelta(seconds=_seconds(data, where, "failureDurationSeconds", 60, minimum=0)),
+        timedelta(seconds=_seconds(data, where, "maxStalenessSeconds", 0, minimum=1))
         if "maxStalenessSeconds" in data
         else None,
     )
 
 
-def _seconds(data: dict[str, Any], key: str, default: int, minimum: int) -> int:
+def _seconds(data: dict[str, Any], where: str, key: str, default: int, minimum: int) -> int:
     v = data.get(key, default)
     if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
-        raise FallbackError(f"{ANNOTATION}.{key}: must be a whole number of seconds, at least {minimum}")
+        raise FallbackError(f"{where}.{key}: must be a whole number of seconds, at least {minimum}")
     return v
 
 

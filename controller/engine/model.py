@@ -216,6 +216,8 @@ class Snapshot:
     # the HPA's opt-in fallback (annotation promhpa.io/fallback), or why it is not valid
     fallback: FallbackSpec | None = None
     fallback_error: str = ""
+    # promhpa's own kind: spec.controller.paused holds the replica count (``knobs``)
+    paused: bool = False
 
 
 @dataclass(frozen=True)

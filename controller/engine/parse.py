@@ -20,6 +20,7 @@ from shared.jsondoc import json_copy
 
 from .fallback import ANNOTATION, FallbackError, FallbackMemory, parse_spec
 from .gates import GATES, resolve
+from .knobs import settings_for
 from .model import (
     JSON,
     Behavior,
@@ -349,6 +350,9 @@ def observed(
             fallback = parse_spec(annotations)
         except FallbackError as e:
             fallback_error = str(e)
+    settings, knobs = settings_for(hpa_doc, settings)  # promhpa's own kind: its spec.controller
+    if knobs.fallback is not None:
+        fallback, fallback_error = knobs.fallback, ""
     return Snapshot(
         now=now,
         settings=settings,
@@ -372,6 +376,7 @@ def observed(
         selecting_hpas=selecting,
         fallback=fallback,
         fallback_error=fallback_error,
+        paused=knobs.paused,
     )
 
 

@@ -40,6 +40,7 @@ from .conditions import (
     set_condition,
 )
 from .decision import Decision, history_to_wire, set_status
+from .knobs import PAUSED_REASON
 from .metrics import INTERNAL_ERROR, SPEC_ERROR, MetricsResult, compute_all
 from .model import JSON, Event, History, Pod, Recommendation, Scale, Snapshot
 from .replica_calculator import PodContext
@@ -143,6 +144,8 @@ def decide(snap: Snapshot) -> Decision:
     if scale is None:
         current = int(r.original_status.get("currentReplicas") or 0)
         return r.finish(current, False, error=INTERNAL_ERROR)
+    if snap.paused:
+        return _paused(r, scale)
     plan = _bounds(r, scale)
     if plan.needs_metrics:
         failed = _compute_metrics(r, scale, plan)
@@ -150,6 +153,22 @@ def decide(snap: Snapshot) -> Decision:
             return failed
         _normalize(r, plan)
     return _rescale(r, plan)
+
+
+def _paused(r: _Round, scale: Scale) -> Decision:
+    """promhpa's own kind with ``spec.controller.paused``: no metrics read, no scale written,
+    the count held where it is, and a condition saying so (upstream has no pause)."""
+    current = scale.spec_replicas
+    previous = r.status.get("currentMetrics")
+    set_status(r.status, r.hpa, current, current, previous, False, r.snap.now, _gen(r.snap))
+    r.cond(
+        SCALING_ACTIVE,
+        False,
+        PAUSED_REASON,
+        f"scaling is paused (spec.controller.paused): the replica count is held at {current}",
+    )
+    r.notes.append("spec.controller.paused is true: the replica count is held")
+    return r.finish(current, False, current_replicas=current)
 
 
 def _valid_group_version(api_version: str) -> bool:

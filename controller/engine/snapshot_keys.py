@@ -14,6 +14,8 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from .knobs import KEYS as KNOBS
+
 OPEN: dict[str, Any] = {}  # any keys, not descended
 SCALAR = None
 
@@ -77,6 +79,11 @@ _HPA = _obj(
         scaleTargetRef=_REF,
         metrics=[_sources(_TARGET, "target")],
         behavior=_obj(scaleUp=_RULES, scaleDown=_RULES),
+        # promhpa's own kind (autoscaling.promhpa.io/v2): the per-object knobs (``knobs``)
+        controller=_obj(
+            *(k for k in KNOBS if k != "fallback"),
+            fallback=_obj("policy", "replicas", "failureDurationSeconds", "maxStalenessSeconds"),
+        ),
     ),
     status=_obj(
         "observedGeneration",

@@ -99,16 +99,36 @@ def endpoints_app(
     sync_period: float,
     auth: DelegatedAuth | None,
     always_allow: Iterable[str] = OPEN_PATHS,
+    own: Reconciler | None = None,
 ) -> web.Application:
     # auth None: --insecure-skip-auth, loopback only
     app = web.Application(middlewares=[gate(auth, always_allow).middleware()] if auth is not None else [])
+
+    def of_kind(request: web.Request) -> Reconciler | web.Response:
+        """``?kind=phpa``: promhpa's own HPA kind's reconciler; else the built-in HPAs'."""
+        kind = request.query.get("kind", "hpa")
+        if kind not in ("hpa", "phpa"):
+            return status_response(400, "BadRequest", f"kind must be hpa or phpa, not {kind!r}")
+        if kind == "hpa":
+            return reconciler
+        if own is None:
+            return status_response(
+                404,
+                "NotFound",
+                "this controller does not reconcile promhpa's own HPA kind (its CRD is not installed, "
+                "or --own-kind=off)",
+            )
+        return own
 
     async def memory(request: web.Request) -> web.Response:
         """What this controller remembers of one HPA (recommendations, scale events): the
         `history` of its next snapshot, so `snapshot --controller-url` reproduces a live
         decision exactly. 404 when it has not reconciled the HPA (yet)."""
         key = (request.match_info["namespace"], request.match_info["name"])
-        history = reconciler.records.history(key)
+        chosen = of_kind(request)
+        if isinstance(chosen, web.Response):
+            return chosen
+        history = chosen.records.history(key)
         if history is None:
             return web.json_response(
                 {"message": f"{key[0]}/{key[1]} has not been reconciled here"}, status=404
@@ -144,10 +164,14 @@ def endpoints_app(
         last = request.query.get("last", "")
         if last and not (last.isdigit() and int(last) > 0):
             return status_response(400, "BadRequest", f"last must be a positive integer, not {last!r}")
-        body = reconciler.why.to_wire((ns, name), int(last) if last else None)
+        chosen = of_kind(request)
+        if isinstance(chosen, web.Response):
+            return chosen
+        body = chosen.why.to_wire((ns, name), int(last) if last else None)
         if body is None:
             return status_response(404, "NotFound", f"{ns}/{name} has not been reconciled by this controller")
-        return web.json_response({**body, "dryRun": dry_run, "syncPeriodSeconds": sync_period})
+        period = chosen.sync_period_of((ns, name)) or sync_period
+        return web.json_response({**body, "dryRun": chosen.dry_run, "syncPeriodSeconds": period})
 
     async def writers(_: web.Request) -> web.Response:
         """HPAs another controller writes, which promhpa leaves alone (``second_writer``)."""

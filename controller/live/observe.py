@@ -22,7 +22,7 @@ from shared.kube.client import Kube
 from shared.kube.discovery import RESTMapper
 from shared.kube.errors import KubeError
 from shared.kube.informer import Informer
-from shared.kube.resources import HPA
+from shared.kube.resources import HPA, Resource
 from shared.selectors import SelectorError
 from shared.selectors import parse_cached as parse_selector
 
@@ -91,6 +91,10 @@ class Observer:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     selectors: SelectorRegistry = field(default_factory=SelectorRegistry)
     scales: ScaleReads | None = None  # None: GET every scale (``snapshot``, ``--scale-reads=get``)
+    kind: Resource = HPA  # the built-in HPAs, or promhpa's own kind
+    # promhpa's own kind: the built-in HPAs' selectors too, so that a target claimed by both
+    # kinds is upstream's AmbiguousSelector for ours (the built-in controller cannot see ours)
+    other_selectors: SelectorRegistry | None = None
 
     async def _scale(self, hpa: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None, str | None]:
         ref = hpa.get("spec", {}).get("scaleTargetRef") or {}
@@ -114,7 +118,7 @@ class Observer:
 
     async def observe(self, namespace: str, name: str, history: History | None) -> Observation:
         """Everything one reconcile of this HPA reads."""
-        hpa = self.hpas.get(namespace, name) or await self.kube.get(HPA.path(namespace, name))
+        hpa = self.hpas.get(namespace, name) or await self.kube.get(self.kind.path(namespace, name))
         now = self.clock()
         scale, scale_error, path = await self._scale(hpa)
         selector = (scale or {}).get("status", {}).get("selector", "")
@@ -127,6 +131,9 @@ class Observer:
         if chosen is not None:
             self.selectors.put((namespace, name), chosen)
             selecting = self.selectors.selecting(namespace, pods)
+            if self.other_selectors is not None:
+                others = self.other_selectors.selecting(namespace, pods)
+                selecting = sorted([*selecting, *(f"{o} ({HPA.api_version})" for o in others)])
         metrics: dict[str, list[Any]] = {}
         if scale is not None and selector:
             metrics = await fetch(self.kube, self.mapper, hpa, selector, self.metrics_timeout)

@@ -22,13 +22,16 @@ import structlog
 from cachetools import TTLCache
 
 from controller.engine import Decision, decide
+from controller.engine.knobs import parse_knobs
 from controller.engine.model import Settings, Snapshot
+from controller.engine.reader import SnapshotError
 from controller.engine.versions import Release
 from shared.durations import format_duration
 from shared.kube.client import Kube
 from shared.kube.discovery import RESTMapper
 from shared.kube.errors import Conflict, KubeError
 from shared.kube.informer import Informer
+from shared.kube.resources import HPA, Resource
 
 from .consistency import GROUP, RESOURCE, ReadYourWrites, StaleReadError
 from .hpa_records import HpaRecords
@@ -37,7 +40,7 @@ from .monitor import ControllerMetrics, Key
 from .observe import Observer
 from .pod_parses import PodParses
 from .scale_reads import ScaleReads
-from .second_writer import Writers, after_our_scale_write, notice, settle
+from .second_writer import Writers, after_our_scale_write, notice, settle, status_writes
 from .shadow import Shadow
 from .why import Owner, WhyLog
 from .write_policy import ACTIVE, PASSIVE, SHADOW, WritePolicy
@@ -67,6 +70,8 @@ class Reconciler:
     scales: ScaleReads | None = None  # where scales are read from (None: a GET each)
     # our last status write per HPA, until the HPA informer has delivered it (``consistency``)
     own_writes: ReadYourWrites = field(default_factory=ReadYourWrites)
+    kind: Resource = HPA  # the built-in HPAs, or promhpa's own kind (``OWN_HPA``)
+    other_selectors: SelectorRegistry | None = None  # own kind: the built-in HPAs' (``Observer``)
 
     def __post_init__(self) -> None:
         self._warned: TTLCache[str, bool] = TTLCache(maxsize=10_000, ttl=300)
@@ -80,6 +85,8 @@ class Reconciler:
             self.clock,
             self.selectors,
             self.scales,
+            self.kind,
+            self.other_selectors,
         )
         # the informer's pods, each parsed once, not every reconcile
         self.parses = PodParses()
@@ -128,7 +135,7 @@ class Reconciler:
                 )
         if policy.writes:
             try:
-                written = await update_status(self.kube, hpa, decision.status)
+                written = await update_status(self.kube, hpa, decision.status, kind=self.kind)
                 if written is not None and self._reads_own_writes():
                     meta = written.get("metadata") or {}
                     self.own_writes.wrote_at(
@@ -140,6 +147,18 @@ class Reconciler:
                     await self.recorder.record(hpa, "Warning", "FailedUpdateStatus", e.message)
         self._observe(namespace, name, decision, time.monotonic() - start)
         return decision
+
+    def sync_period_of(self, key: Key) -> float | None:
+        """An object of promhpa's kind may set its own sync period (``spec.controller``);
+        None: the controller's. A bad value (which the CRD refuses) is the controller's."""
+        hpa = self.hpas.get(*key)
+        if hpa is None or not (hpa.get("spec") or {}).get("controller"):
+            return None
+        try:
+            period = parse_knobs(hpa.get("spec"), self.settings)[1].sync_period
+        except SnapshotError:
+            return None
+        return period.total_seconds() if period is not None else None
 
     def forget(self, key: Key) -> None:
         """A deleted HPA: everything kept of it goes, as upstream drops its recommendations
@@ -162,7 +181,7 @@ class Reconciler:
         try:
             self.own_writes.ensure_ready(key, self.hpas.last_sync_rv)
         except StaleReadError:
-            self.metrics.stale_sync_skips.labels(GROUP, RESOURCE).inc()
+            self.metrics.stale_sync_skips.labels(self.kind.group or GROUP, RESOURCE).inc()
             raise
 
     async def _write_scale(self, path: str, scale: dict[str, Any], replicas: int, release: Release) -> None:
@@ -201,6 +220,12 @@ class Reconciler:
             return False
         replicas = (scale or {}).get("spec", {}).get("replicas")
         record = self.records.of(key)
+        if ((hpa.get("spec") or {}).get("controller") or {}).get("paused") is True:
+            # promhpa's own kind, paused: others may act meanwhile (``adopt`` hands an HPA
+            # over this way), so the guard starts afresh from what it sees now
+            seen = status_writes(hpa)
+            record.writers = Writers(seen=seen, replicas=replicas if isinstance(replicas, int) else None)
+            return False
         v = notice(
             record.writers or Writers(),
             hpa=hpa,

@@ -7,7 +7,10 @@
    (``endpoints``: delegated authentication and authorization);
 2. with leader election, wait for the Lease (``leader``), then renew it in the background;
 3. the HPA and pod informers, listed before anything is decided (deciding on an empty
-   cache would be deciding blind), then the workers (``workers``);
+   cache would be deciding blind), then the workers (``workers``) -- the built-in HPAs'
+   (active, or shadowed in a dry run) and, where its CRD is installed, those of promhpa's
+   own kind (``autoscaling.promhpa.io/v2``), which the built-in controller never touches,
+   so they are acted on in every mode;
 4. on SIGTERM or SIGINT (handled from the first line: a container's process 1 gets no
    SIGTERM without a handler): not ready at once, no new reconcile, the ones under way
    finish within ``--shutdown-grace-period``, the Lease is released so a standby takes over
@@ -33,17 +36,20 @@ import structlog
 from aiohttp import web
 
 from controller.engine.gates import gates_to_wire
+from controller.engine.knobs import own_kind_settings
 from controller.engine.model import Settings
 from shared.gcpolicy import freeze_startup_heap
 from shared.kube.client import Kube, load
 from shared.kube.delegated import DelegatedAuth, client_ca
 from shared.kube.discovery import RESTMapper
-from shared.kube.errors import KubeError
+from shared.kube.errors import KubeError, NotFound
 from shared.kube.informer import Informer
+from shared.kube.resources import OWN_HPA
 from shared.lifecycle import stop_signals, until_stopped
 from shared.tls import server_context, serving_files
 
-from .caches import hpa_and_pod_informers
+from . import admission
+from .caches import hpa_informer, pod_informer
 from .endpoints import OPEN_PATHS, Readiness, endpoints_app
 from .leader import LeaderElection, LeaderElector
 from .monitor import ControllerMetrics
@@ -87,6 +93,8 @@ class Options:
     second_writer_quiet: float = 300.0  # 0: no second-writer guard
     why_history: int = 5  # distinct decisions kept per HPA for `why` (0: none)
     scale_reads: str = "watch"  # or "get" (``scale_reads``)
+    admission_webhook_port: int = 0  # promhpa's own kind's admission webhook (0: not served)
+    own_kind: bool = True  # reconcile promhpa's own HPA kind where its CRD is installed
 
 
 async def run(opts: Options) -> int:
@@ -107,10 +115,9 @@ async def run(opts: Options) -> int:
     if elector is not None:
         kube = kube.guarded(elector.guard)  # every scale, status and event write
     metrics = ControllerMetrics()
-    hpas, pods = hpa_and_pod_informers(
-        informer_kube, None, opts.hpa_selector, watch_idle_timeout=opts.informer_watch_idle_timeout
-    )
-    metrics.watch_informers({"hpas": hpas, "pods": pods})
+    idle = opts.informer_watch_idle_timeout
+    hpas = hpa_informer(informer_kube, None, opts.hpa_selector, idle)
+    pods = pod_informer(informer_kube, None, idle)
     scales = ScaleReads(
         kube,
         informer_kube,
@@ -118,9 +125,10 @@ async def run(opts: Options) -> int:
         watch_idle_timeout=opts.informer_watch_idle_timeout,
         on_read=metrics.count_scale_read,
     )
+    mapper = RESTMapper(kube)
     reconciler = Reconciler(
         kube,
-        RESTMapper(kube),
+        mapper,
         hpas,
         pods,
         settings,
@@ -147,12 +155,21 @@ async def run(opts: Options) -> int:
         elector=elector,
     )
     hpas.on_change = workers.on_hpa
-    readiness = Readiness((hpas, pods), stale_after=opts.informer_stale_after)
-    endpoints = await _serve_endpoints(opts, lease_kube, reconciler, metrics, readiness)
+    own = await _own_kind(opts, lease_kube, informer_kube, kube, mapper, reconciler, workers)
+    informers = (hpas, pods) if own is None else (hpas, pods, own.reconciler.hpas)
+    metrics.watch_informers(
+        {"hpas": hpas, "pods": pods, **({"own_hpas": own.reconciler.hpas} if own is not None else {})}
+    )
+    readiness = Readiness(informers, stale_after=opts.informer_stale_after)
+    endpoints = await _serve_endpoints(
+        opts, lease_kube, reconciler, metrics, readiness, own.reconciler if own is not None else None
+    )
+    webhook = await _serve_webhook(opts, settings)
     log.info(
         "controller starting",
         dry_run=opts.dry_run,
         hpa_selector=opts.hpa_selector or None,
+        own_kind=own is not None,
         sync_period=opts.sync_period,
         workers=opts.workers,
         leader_elect=opts.leader is not None,
@@ -171,17 +188,22 @@ async def run(opts: Options) -> int:
             readiness.standby = False
             renewing = asyncio.create_task(elector.keep_renewing())
         # 3. caches, then workers
-        hpas.start()
-        pods.start()
-        if not await until_stopped(_synced(hpas, pods), stop):
+        for informer in informers:
+            informer.start()
+        if not await until_stopped(_synced(*informers), stop):
             return 0
         log.info("caches synced", gc_frozen_objects=freeze_startup_heap())
         workers.start(hpas.items())
+        if own is not None:
+            own.start(own.reconciler.hpas.items())
         await stop.wait()
         # 4. drain
         readiness.stopping = True
         log.info("stopping: finishing the reconciles under way", grace_seconds=opts.shutdown_grace)
-        cut = await workers.drain(opts.shutdown_grace)
+        draining = [workers.drain(opts.shutdown_grace)]
+        if own is not None:
+            draining.append(own.drain(opts.shutdown_grace))
+        cut = sum(await asyncio.gather(*draining))
         if cut:
             log.warning("reconciles still running at the end of the grace period were cancelled", count=cut)
     finally:
@@ -193,14 +215,70 @@ async def run(opts: Options) -> int:
         if elector is not None:
             with contextlib.suppress(KubeError):  # no writes follow: a standby may take over now
                 await elector.release()
-        for informer in (hpas, pods):
+        for informer in informers:
             await informer.aclose()
         await scales.aclose()
         await endpoints.cleanup()
+        if webhook is not None:
+            await webhook.cleanup()
         for client in (kube, informer_kube, lease_kube):
             await client.aclose()
         log.info("stopped")
     return 0
+
+
+async def _own_kind(
+    opts: Options,
+    lease_kube: Kube,
+    informer_kube: Kube,
+    kube: Kube,
+    mapper: RESTMapper,
+    builtin: Reconciler,
+    builtin_workers: Workers,
+) -> Workers | None:
+    """The workers of promhpa's own HPA kind, beside the built-in HPAs' (sharing their pods,
+    scales, metrics and leadership), or None when the kind is off or its CRD is not
+    installed. They always write: the built-in controller never acts on this kind, so a dry
+    run (which shadows the built-in HPAs) does not concern them. Their events are promhpa's."""
+    if not opts.own_kind:
+        return None
+    try:
+        await lease_kube.get(OWN_HPA.group_version.path)
+    except NotFound:
+        log.warning(
+            "own_kind_not_installed",
+            group_version=OWN_HPA.api_version,
+            hint="install the chart's CRD (charts/promhpa/crds) to reconcile promhpa's own HPA kind",
+        )
+        return None
+    quiet = timedelta(seconds=opts.second_writer_quiet) if opts.second_writer_quiet > 0 else None
+    hpas = hpa_informer(informer_kube, None, opts.hpa_selector, opts.informer_watch_idle_timeout, OWN_HPA)
+    reconciler = Reconciler(
+        kube,
+        mapper,
+        hpas,
+        builtin.pods,
+        own_kind_settings(builtin.settings),
+        EventRecorder(kube, component=DRY_RUN_COMPONENT, kind=OWN_HPA),
+        builtin.metrics,
+        metrics_timeout=opts.metrics_timeout,
+        why=WhyLog(opts.why_history),
+        second_writer_quiet=quiet,
+        scales=builtin.scales,
+        kind=OWN_HPA,
+        other_selectors=builtin.selectors,
+    )
+    workers = Workers(
+        reconciler,
+        sync_period=opts.sync_period,
+        count=opts.workers,
+        dry_run=False,
+        generation_gate=builtin_workers.generation_gate,
+        enqueues_immediately=builtin_workers.enqueues_immediately,
+        elector=builtin_workers.elector,
+    )
+    hpas.on_change = workers.on_hpa
+    return workers
 
 
 async def _server_version(kube: Kube) -> str | None:
@@ -231,8 +309,32 @@ async def _synced(*informers: Informer) -> None:
             log.error("waiting for the first list", path=informer.path, error=informer.error or None)
 
 
+async def _serve_webhook(opts: Options, settings: Settings) -> web.AppRunner | None:
+    """The admission webhook of promhpa's own kind on its own port, asking no client
+    certificate (``admission``); None when its port is 0."""
+    if not opts.admission_webhook_port:
+        return None
+    cert, key = serving_files(opts.tls_cert_file, opts.tls_key_file, opts.cert_dir, opts.cert_dns_names)
+    runner = web.AppRunner(admission.webhook_app(own_kind_settings(settings)), access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(
+            runner, opts.bind_address, opts.admission_webhook_port, ssl_context=server_context(cert, key)
+        )
+        await site.start()
+    except OSError:
+        await runner.cleanup()
+        raise
+    return runner
+
+
 async def _serve_endpoints(
-    opts: Options, kube: Kube, reconciler: Reconciler, metrics: ControllerMetrics, readiness: Readiness
+    opts: Options,
+    kube: Kube,
+    reconciler: Reconciler,
+    metrics: ControllerMetrics,
+    readiness: Readiness,
+    own: Reconciler | None,
 ) -> web.AppRunner:
     """The HTTPS endpoints; client certificates are verified against the cluster's client CA."""
     ctx = server_context(
@@ -251,6 +353,7 @@ async def _serve_endpoints(
         sync_period=opts.sync_period,
         auth=auth,
         always_allow=opts.always_allow_paths,
+        own=own,
     )
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()

@@ -66,7 +66,7 @@ class Workers:
         if not self._started:
             return  # before start (the first list is replayed then)
         if kind != "DELETED" and ((known and same_spec) or not self.enqueues_immediately):
-            self.queue.add_rate_limited(key, self.sync_period)
+            self.queue.add_rate_limited(key, self._period(key))
         else:
             self.queue.add(key)
 
@@ -79,8 +79,14 @@ class Workers:
             if self.enqueues_immediately:
                 self.queue.add(key)
             else:
-                self.queue.add_rate_limited(key, self.sync_period)
+                self.queue.add_rate_limited(key, self._period(key))
         self._tasks = [asyncio.create_task(self._work()) for _ in range(self.count)]
+
+    def _period(self, key: tuple[str, str]) -> float:
+        """The key's sync period: its own (promhpa's kind, ``spec.controller.syncPeriod``)
+        or the controller's."""
+        own = self.reconciler.sync_period_of(key)
+        return self.sync_period if own is None else own
 
     async def _next(self) -> tuple[str, str] | None:
         """The next key, or None once draining has begun."""
@@ -109,19 +115,19 @@ class Workers:
         elector = self.elector
         try:
             if elector is not None and not elector.is_leader():
-                self.queue.add_after(key, self.sync_period)  # the renew loop is about to exit
+                self.queue.add_after(key, self._period(key))  # the renew loop is about to exit
             elif await self.reconciler.reconcile(*key) is not None:
-                self.queue.add_after(key, self.sync_period)
+                self.queue.add_after(key, self._period(key))
             else:
                 self.queue.forget(key)
         except NotLeader as e:
             log.error("write refused: not the leader", hpa=f"{key[0]}/{key[1]}", error=str(e))
         except StaleReadError as e:  # the cache has not shown our last write yet: not an error
             log.info("sync skipped: stale HPA cache", hpa=f"{key[0]}/{key[1]}", reason=str(e))
-            self.queue.add_after(key, self.sync_period)
+            self.queue.add_after(key, self._period(key))
         except Exception as e:  # one HPA's failure must not stop the others
             log.error("reconcile failed", hpa=f"{key[0]}/{key[1]}", error=str(e), exc_info=e)
-            self.queue.add_after(key, self.sync_period)
+            self.queue.add_after(key, self._period(key))
 
     async def drain(self, grace: float) -> int:
         """Stop taking keys; wait up to ``grace`` seconds for the reconciles under way; cancel

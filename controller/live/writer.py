@@ -14,6 +14,7 @@ from controller.live.second_writer import FIELD_MANAGER
 from shared.durations import format_time
 from shared.kube.client import Kube
 from shared.kube.errors import Conflict, KubeError
+from shared.kube.resources import HPA, Resource
 
 COMPONENT = "horizontal-pod-autoscaler"
 # our writes' field manager, so managedFields tell them from another controller's
@@ -21,12 +22,8 @@ COMPONENT = "horizontal-pod-autoscaler"
 AS_US = [("fieldManager", FIELD_MANAGER)]
 
 
-def hpa_path(namespace: str, name: str) -> str:
-    return f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers/{name}"
-
-
 async def update_status(
-    kube: Kube, hpa: dict[str, Any], status: dict[str, Any], attempts: int = 3
+    kube: Kube, hpa: dict[str, Any], status: dict[str, Any], attempts: int = 3, kind: Resource = HPA
 ) -> dict[str, Any] | None:
     """PUT the status if it differs; on a conflict, re-read the HPA and try again. The HPA
     as written (its resourceVersion is what read-your-writes waits for), or None when the
@@ -41,7 +38,7 @@ async def update_status(
         body = {**current, "metadata": meta, "status": status}
         try:
             written = await kube.put(
-                hpa_path(current["metadata"]["namespace"], current["metadata"]["name"]) + "/status",
+                kind.path(current["metadata"]["namespace"], current["metadata"]["name"]) + "/status",
                 body,
                 AS_US,
             )
@@ -49,14 +46,29 @@ async def update_status(
         except KubeError as e:
             if not isinstance(e, Conflict):
                 raise
-            current = await kube.get(hpa_path(current["metadata"]["namespace"], current["metadata"]["name"]))
+            current = await kube.get(kind.path(current["metadata"]["namespace"], current["metadata"]["name"]))
+            status = _keeping_last_scale(status, current.get("status") or {})
     raise Conflict(409, f"status update kept conflicting after {attempts} attempts")
 
 
+def _keeping_last_scale(status: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
+    """A status decided on a read older than the conflicting write keeps that write's
+    ``lastScaleTime`` when it has none: it did not rescale (a rescale sets one), and the
+    other writer's record of the last rescale -- ``adopt`` carrying an HPA's over, say -- is
+    newer than anything it read."""
+    if "lastScaleTime" in status or "lastScaleTime" not in fresh:
+        return status
+    return {"lastScaleTime": fresh["lastScaleTime"], **status}
+
+
 class EventRecorder:
-    def __init__(self, kube: Kube, ttl: float = 600, component: str = COMPONENT) -> None:
+    def __init__(
+        self, kube: Kube, ttl: float = 600, component: str = COMPONENT, kind: Resource = HPA
+    ) -> None:
         self.kube = kube
-        self.component = component  # a dry run's events are promhpa's own, never the built-in's
+        # a dry run's events, and those of promhpa's own kind, are promhpa's, never the built-in's
+        self.component = component
+        self.kind = kind  # what the events are about (involvedObject)
         self._seen: TTLCache[str, dict[str, Any]] = TTLCache(maxsize=10_000, ttl=ttl)
 
     async def record(self, hpa: dict[str, Any], type_: str, reason: str, message: str) -> None:
@@ -80,8 +92,8 @@ class EventRecorder:
             "kind": "Event",
             "metadata": {"name": f"{meta['name']}.{key[:16]}", "namespace": ns},
             "involvedObject": {
-                "apiVersion": "autoscaling/v2",
-                "kind": "HorizontalPodAutoscaler",
+                "apiVersion": self.kind.api_version,
+                "kind": self.kind.kind,
                 "name": meta["name"],
                 "namespace": ns,
                 "uid": meta.get("uid", ""),

@@ -22,9 +22,10 @@ def _looks_like_a_file(arg: str) -> bool:
     )
 
 
-def load_hpa(arg: str, kubeconfig: str | None) -> dict[str, Any]:
-    """An HPA from a file (``-``: standard input) or, for NAMESPACE/NAME, from the cluster.
-    A path that names no file is "no such file", never a cluster read."""
+def load_hpa(arg: str, kubeconfig: str | None, kind: str = "hpa") -> dict[str, Any]:
+    """An HPA from a file (``-``: standard input) or, for NAMESPACE/NAME, from the cluster
+    (``kind`` phpa: one of promhpa's own kind). A path that names no file is "no such file",
+    never a cluster read."""
     if arg == "-" or Path(arg).exists():
         data = inputfiles.read_one(arg)  # InputError: one line, exit 2
         if not isinstance(data, dict) or data.get("kind") != "HorizontalPodAutoscaler":
@@ -36,10 +37,10 @@ def load_hpa(arg: str, kubeconfig: str | None) -> dict[str, Any]:
     if not ns or not name:
         raise ValueError(f"{arg}: no such file, and not NAMESPACE/NAME")
     from shared.kube.client import Kube, load
-    from shared.kube.resources import HPA
+    from shared.kube.resources import HPA, OWN_HPA
 
     kube = Kube(load(kubeconfig))
-    return dict(asyncio.run(kube.get(HPA.path(ns, name))))
+    return dict(asyncio.run(kube.get((OWN_HPA if kind == "phpa" else HPA).path(ns, name))))
 
 
 def live_requests(hpa: dict[str, Any], kubeconfig: str | None) -> dict[str, str]:

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from controller.engine import decide, parse_snapshot
+from controller.engine.knobs import settings_for
 from controller.engine.model import History, Settings
 from shared.durations import format_time
 
@@ -88,7 +89,9 @@ class Loop:
         snap = self._snapshot(s, ready)
         parsed = parse_snapshot(snap)
         # History() is "never reconciled": the first step records the current count, as live
-        parsed = replace(parsed, settings=self.settings, history=self.history or History())
+        # the replay's settings, then those of promhpa's own kind and its spec.controller
+        settings = settings_for(self.hpa, self.settings)[0]
+        parsed = replace(parsed, settings=settings, history=self.history or History())
         d = decide(parsed)
         self.history = d.history
         self.hpa = {**self.hpa, "status": d.status}

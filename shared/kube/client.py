@@ -151,6 +151,10 @@ class Kube:
     async def put(self, path: str, body: Any, query: Query = None) -> Any:
         return await self._send("PUT", path, body, query)
 
+    async def delete(self, path: str, body: Any = None) -> Any:
+        """DELETE; ``body`` a DeleteOptions (preconditions: delete only the object read)."""
+        return await self._send("DELETE", path, body)
+
     async def watch(
         self,
         path: str,

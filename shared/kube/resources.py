@@ -104,6 +104,9 @@ _BY_KIND = {(r.group, r.kind): r for r in WELL_KNOWN}
 
 POD, NAMESPACE, NODE = _BY_PLURAL["pods"], _BY_PLURAL["namespaces"], _BY_PLURAL["nodes"]
 HPA, LEASE = _BY_PLURAL["horizontalpodautoscalers"], _BY_PLURAL["leases"]
+# promhpa's own HPA kind (its CRD is the chart's): outside the table, whose plural names the
+# built-in one
+OWN_HPA = _r("autoscaling.promhpa.io/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers")
 
 
 def by_plural(plural: str, group: str | None = None) -> Resource | None:

@@ -222,3 +222,13 @@ every APIService see the same certificate within one render.
 {{- $c := .Values.controller -}}
 {{- if kindIs "bool" $c.dryRun -}}{{ ternary "true" "" $c.dryRun }}{{- else if eq $c.mode "shadow" -}}true{{- else if eq $c.mode "active" -}}{{- else -}}{{ fail (printf "controller.mode must be shadow or active, not %q" $c.mode) }}{{- end -}}
 {{- end }}
+
+{{/* The API groups of the HPAs the controller reconciles: the built-in one, and promhpa's own
+kind unless controller.ownKind is off. */}}
+{{- define "promhpa.controller.hpaGroups" -}}
+{{- if eq .Values.controller.ownKind "off" -}}
+[autoscaling]
+{{- else -}}
+[autoscaling, autoscaling.promhpa.io]
+{{- end -}}
+{{- end }}

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller.replay.hpa_validation import validate_hpa
+from controller.engine.hpa_validation import validate_hpa
 from tests.controller.replay.hpa_table import BASE
 from tests.controller.replay.hpa_table import changed
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controller.replay.hpa_validation import validate_hpa
+from controller.engine.hpa_validation import validate_hpa
 from localcluster import Cluster
 from shared.kube.client import Kube
 from shared.kube.client import load

@@ -134,3 +134,11 @@ def test_picture_draws_every_series(tmp_path: Path) -> None:
     image = matplotlib.image.imread(tmp_path / "replay.png")
     assert image.shape[:2] == (650, 1100)
     assert (image[..., :3] < 0.9).any()  # not blank
+
+
+def test_an_hpa_of_promhpas_own_kind_is_replayed_with_its_knobs() -> None:
+    ours = {**hpa(), "apiVersion": "autoscaling.promhpa.io/v2"}
+    ours["spec"] = {**ours["spec"], "controller": {"tolerance": 0.5}}
+    # 12 per pod against a target of 10 is outside the default 10 % and inside 50 %
+    assert run(hpa(), curve((12, 4)))[-1].replicas == 2
+    assert run(ours, curve((12, 4)))[-1].replicas == 1

@@ -1,7 +1,9 @@
 """An HPA spec checked as the kube-apiserver checks one (autoscaling/v2), in its words.
 
 ``replay`` refuses a spec the API server would refuse, with every problem at once, before
-it reads a sample: replaying it would answer a question no cluster can ask. The rules,
+it reads a sample: replaying it would answer a question no cluster can ask. The
+controller's admission webhook (``controller.live.admission``) refuses an object of
+promhpa's own kind with the same messages, as the API server refuses a built-in HPA. The rules,
 their order and their messages are the API server's (1.37; `tests/controller/replay/
 test_hpa_validation_live.py` holds them against a real one): field paths as it writes
 them, values as Go prints them (strings quoted, quantities in canonical form), supported
