@@ -34,7 +34,7 @@ from tests.support import stop_adapter
 
 METRIC = "azure_probe"
 PATH = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/azure/{METRIC}"
-SOAK = float(os.environ.get("PROMHPA_AZURE_SOAK_SECONDS", "30"))
+SOAK = float(os.environ.get("PROMHPA_AZURE_SOAK_SECONDS", "20"))
 PUBLIC = "https://prometheus.monitor.azure.com"
 _ENV = (
     "AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE", "AZURE_AUTHORITY_HOST",
@@ -141,7 +141,7 @@ def test_a_revoked_token_is_replaced_without_a_failed_read(
 def test_short_lived_tokens_refresh_with_no_failed_read(
     amw: TokenCheckingProxy, entra: Entra, tokens: Tokens, tmp_path: Path
 ) -> None:
-    """Tokens lasting 9 s, read every 250 ms for 30 s (``PROMHPA_AZURE_SOAK_SECONDS``)."""
+    """Tokens lasting 9 s, read every 250 ms for 20 s (``PROMHPA_AZURE_SOAK_SECONDS``)."""
     tokens.lifetime = 9
     adapter = _adapter(tmp_path, amw.url)
     reader, refreshed = soak_and_stop(adapter, PATH, SOAK, lambda: entra.exchanges)

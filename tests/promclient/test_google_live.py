@@ -30,7 +30,7 @@ from tests.support import stop_adapter
 
 METRIC = "google_probe"
 PATH = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/gcp/{METRIC}"
-SOAK = float(os.environ.get("PROMHPA_GOOGLE_SOAK_SECONDS", "30"))
+SOAK = float(os.environ.get("PROMHPA_GOOGLE_SOAK_SECONDS", "20"))
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_a_revoked_token_is_replaced_without_a_failed_read(
 def test_short_lived_tokens_refresh_with_no_failed_read(
     gmp: TokenCheckingProxy, metadata: MetadataServer, tmp_path: Path
 ) -> None:
-    """Tokens lasting 9 s, read every 250 ms for 30 s (``PROMHPA_GOOGLE_SOAK_SECONDS``)."""
+    """Tokens lasting 9 s, read every 250 ms for 20 s (``PROMHPA_GOOGLE_SOAK_SECONDS``)."""
     metadata.lifetime = 9
     adapter = _adapter(tmp_path, gmp.url)
     reader, refreshed = soak_and_stop(adapter, PATH, SOAK, lambda: len(metadata.tokens))

@@ -28,7 +28,7 @@ from tests.support import start_adapter
 
 METRIC = "oauth2_probe"
 PATH = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/oa/{METRIC}"
-SOAK = float(os.environ.get("PROMHPA_OAUTH2_SOAK_SECONDS", "30"))
+SOAK = float(os.environ.get("PROMHPA_OAUTH2_SOAK_SECONDS", "20"))
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,7 @@ def test_revoked_tokens_are_replaced_without_a_failed_read(
 def test_short_lived_tokens_refresh_with_no_failed_read(
     gateway: IntrospectingProxy, hydra: Hydra, tmp_path: Path, insecure_token_url: None
 ) -> None:
-    """Hydra's tokens last 9 s; a read every 250 ms for 30 s (``PROMHPA_OAUTH2_SOAK_SECONDS``)."""
+    """Hydra's tokens last 9 s; a read every 250 ms for 20 s (``PROMHPA_OAUTH2_SOAK_SECONDS``)."""
     adapter = _adapter(tmp_path, hydra, gateway.url, hydra.secret)
     reader, refused = soak_and_stop(adapter, PATH, SOAK, lambda: len(gateway.refused))
     assert reader.failures == [], reader.report

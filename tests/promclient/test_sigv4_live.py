@@ -35,7 +35,7 @@ from tests.support import wait_until
 
 METRIC = "sigv4_probe"
 REGION = "us-west-2"
-SOAK = float(os.environ.get("PROMHPA_SIGV4_SOAK_SECONDS", "45"))
+SOAK = float(os.environ.get("PROMHPA_SIGV4_SOAK_SECONDS", "30"))
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +161,7 @@ def test_without_any_credentials_the_error_names_the_backend_and_the_chain(
 def test_short_lived_credentials_refresh_with_no_failed_read(
     amp: VerifyingProxy, sts: Sts, irsa: Path, tmp_path: Path
 ) -> None:
-    """The adapter, its credentials lasting 15 s, read every 250 ms for 45 s
+    """The adapter, its credentials lasting 15 s, read every 250 ms for 30 s
     (``PROMHPA_SIGV4_SOAK_SECONDS`` for longer): refreshed in the background, never failing."""
     sts.lifetime = 15
     adapter = start_adapter(
