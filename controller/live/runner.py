@@ -156,7 +156,8 @@ async def run(opts: Options) -> int:
     )
     hpas.on_change = workers.on_hpa
     own = await _own_kind(opts, lease_kube, informer_kube, kube, mapper, reconciler, workers)
-    informers = (hpas, pods) if own is None else (hpas, pods, own.reconciler.hpas)
+    informers = (hpas, pods)
+    everything = informers if own is None else (*informers, own.reconciler.hpas)
     metrics.watch_informers(
         {"hpas": hpas, "pods": pods, **({"own_hpas": own.reconciler.hpas} if own is not None else {})}
     )
@@ -179,6 +180,7 @@ async def run(opts: Options) -> int:
         endpoints=f"https://{opts.bind_address}:{opts.port}",
     )
     renewing: asyncio.Task[None] | None = None
+    own_start: asyncio.Task[None] | None = None
     try:
         # 2. leadership
         if elector is not None:
@@ -187,15 +189,16 @@ async def run(opts: Options) -> int:
                 return 0
             readiness.standby = False
             renewing = asyncio.create_task(elector.keep_renewing())
-        # 3. caches, then workers
-        for informer in informers:
+        # 3. caches, then workers; promhpa's own kind on its own, so that a kind it may not
+        # list (a grant missing) holds back only its objects, never the built-in HPAs
+        for informer in everything:
             informer.start()
+        if own is not None:
+            own_start = asyncio.create_task(_start_own(own, readiness))
         if not await until_stopped(_synced(*informers), stop):
             return 0
         log.info("caches synced", gc_frozen_objects=freeze_startup_heap())
         workers.start(hpas.items())
-        if own is not None:
-            own.start(own.reconciler.hpas.items())
         await stop.wait()
         # 4. drain
         readiness.stopping = True
@@ -208,6 +211,10 @@ async def run(opts: Options) -> int:
             log.warning("reconciles still running at the end of the grace period were cancelled", count=cut)
     finally:
         # 5. stop
+        if own_start is not None:
+            own_start.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await own_start
         if renewing is not None:
             renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -215,7 +222,7 @@ async def run(opts: Options) -> int:
         if elector is not None:
             with contextlib.suppress(KubeError):  # no writes follow: a standby may take over now
                 await elector.release()
-        for informer in informers:
+        for informer in everything:
             await informer.aclose()
         await scales.aclose()
         await endpoints.cleanup()
@@ -279,6 +286,15 @@ async def _own_kind(
     )
     hpas.on_change = workers.on_hpa
     return workers
+
+
+async def _start_own(workers: Workers, readiness: Readiness) -> None:
+    """Once the own kind's informer has listed: its workers, and its cache in readiness."""
+    informer = workers.reconciler.hpas
+    await _synced(informer)
+    readiness.informers = (*readiness.informers, informer)
+    log.info("own kind synced", objects=len(informer.items()))
+    workers.start(informer.items())
 
 
 async def _server_version(kube: Kube) -> str | None:

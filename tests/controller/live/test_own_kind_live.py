@@ -302,6 +302,9 @@ def test_adopt_then_release_keep_the_replicas_and_hand_over_the_acting(
     live.exporter.set(depth, 40)  # kcm acts on it again
     wait_until(lambda: replicas(cluster, "moved") == 4, timeout=30, what="kcm scaling the released HPA")
     assert cluster.kubectl("get", "phpa", "-n", NS, "moved", check=False).returncode != 0
+    events = get_json(cluster, f"/api/v1/namespaces/{NS}/events?fieldSelector=involvedObject.name%3Dmoved")
+    released = [e for e in events["items"] if e["reason"] == "Released"]
+    assert [e["involvedObject"]["apiVersion"] for e in released] == ["autoscaling/v2"]
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,7 @@ from shared.kube.client import Kube
 from shared.kube.client import load
 from shared.kube.informer import Informer
 from shared.kube.informer import without_managed_fields
+from shared.kube.resources import HPA
 from tests.loopthread import LoopThread
 from tests.loopthread import loop_thread
 from tests.netproxy import Proxy
@@ -73,7 +74,7 @@ def checker(informer: Informer, release: Release, gates: dict[str, bool] | None 
     """The reconciler's first step, on a real informer (the rest of a reconcile is not run)."""
     settings = Settings(release=release, feature_gates=resolve(release, gates or {}))
     r = SimpleNamespace(
-        settings=settings, hpas=informer, own_writes=ReadYourWrites(), metrics=ControllerMetrics()
+        settings=settings, hpas=informer, own_writes=ReadYourWrites(), metrics=ControllerMetrics(), kind=HPA
     )
     r._reads_own_writes = lambda: Reconciler._reads_own_writes(r)  # type: ignore[arg-type]
     return r
