@@ -242,11 +242,14 @@ def _group_version_problem(text: str, empty_group: bool) -> str | None:
     return None
 
 
+def _type_of(path: str, d: dict[str, Any], what: str) -> tuple[str, list[str]]:
+    """A source's or target's ``type``, and the refusal when it has none."""
+    kind = str(d.get("type") or "")
+    return kind, [] if kind else [required(f"{path}.type", f"must specify a {what} type")]
+
+
 def _metric(path: str, m: dict[str, Any]) -> list[str]:
-    out = []
-    kind = str(m.get("type") or "")
-    if not kind:
-        out.append(required(f"{path}.type", "must specify a metric source type"))
+    kind, out = _type_of(path, m, "metric source")
     if kind not in METRIC_SOURCES:
         out.append(not_supported(f"{path}.type", kind, tuple(METRIC_SOURCES)))
     present = [f for f in PRESENCE_ORDER if m.get(f) is not None]
@@ -270,10 +273,7 @@ def _identifier(path: str, metric: Any) -> list[str]:
 
 
 def _target(path: str, t: dict[str, Any]) -> list[str]:
-    out = []
-    ttype = str(t.get("type") or "")
-    if not ttype:
-        out.append(required(f"{path}.type", "must specify a metric target type"))
+    ttype, out = _type_of(path, t, "metric target")
     if ttype not in TARGET_TYPES:
         out.append(invalid(f"{path}.type", ttype, "must be either Utilization, Value, or AverageValue"))
     for key in ("value", "averageValue"):

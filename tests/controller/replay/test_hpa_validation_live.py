@@ -26,13 +26,14 @@ from tests.controller.replay.hpa_table import document
 pytestmark = pytest.mark.cluster
 
 
-async def refusals(kube: Kube, docs: list[dict[str, Any]]) -> list[list[str]]:
-    """What the API server says of each document created as a dry run ([] : accepted)."""
+async def refusals(kube: Kube, docs: list[dict[str, Any]], path: str = "") -> list[list[str]]:
+    """What the API server says of each document created at ``path`` (default: built-in HPAs
+    in namespace default) as a dry run ([] : accepted)."""
     out = []
     try:
         for doc in docs:
             try:
-                await kube.post(HPAS, doc, [("dryRun", "All")])
+                await kube.post(path or HPAS, doc, [("dryRun", "All")])
                 out.append([])
             except KubeError as e:
                 causes = (e.details or {}).get("causes") or []
