@@ -41,12 +41,13 @@ _ANNOTATION_DROPPED = "kubectl.kubernetes.io/last-applied-configuration"
 @dataclass(frozen=True)
 class Move:
     verb: str  # adopt | release
+    done: str  # adopted | released
     source: Resource
     target: Resource
 
 
-ADOPT = Move("adopt", HPA, OWN_HPA)
-RELEASE = Move("release", OWN_HPA, HPA)
+ADOPT = Move("adopt", "adopted", HPA, OWN_HPA)
+RELEASE = Move("release", "released", OWN_HPA, HPA)
 
 
 def add_parser(sub: Any) -> None:
@@ -153,7 +154,7 @@ async def move_one(kube: Kube, move: Move, namespace: str, name: str, dry_run: b
         await _set_paused(kube, ours, None)
     await _event(kube, move, created, dropped)
     note = f" (dropped: {', '.join(dropped)})" if dropped else ""
-    return f"{move.verb}ed {namespace}/{name}: now {move.target.kind}.{move.target.group}{note}\n"
+    return f"{move.done} {namespace}/{name}: now {move.target.kind}.{move.target.group}{note}\n"
 
 
 async def _undo(kube: Kube, move: Move, namespace: str, name: str, was_paused: bool, *, created: bool) -> str:
@@ -239,7 +240,7 @@ async def _event(kube: Kube, move: Move, created: dict[str, Any], dropped: list[
 
     meta = created.get("metadata") or {}
     who = "promhpa acts on it now" if move.target is OWN_HPA else "the built-in HPA controller acts on it now"
-    message = f"{move.verb}ed from {move.source.api_version} {move.source.kind} {meta.get('namespace')}/" \
+    message = f"{move.done} from {move.source.api_version} {move.source.kind} {meta.get('namespace')}/" \
               f"{meta.get('name')}: {who}"  # fmt: skip
     if dropped:
         message += f" (dropped: {', '.join(dropped)})"
