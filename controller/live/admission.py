@@ -18,6 +18,7 @@ listener (client certificates of the cluster's client CA) would refuse in the ha
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 from aiohttp import web
@@ -80,11 +81,18 @@ def _reason(message: str) -> str:
     return "FieldValueInvalid"
 
 
-def webhook_app(settings: Settings) -> web.Application:
-    """The webhook's application, for its own listener."""
+async def serve(bind: str, port: int, ctx: ssl.SSLContext, settings: Settings) -> web.AppRunner:
+    """The webhook on its own listener (``ctx`` asks no client certificate), serving."""
     app = web.Application(client_max_size=MAX_BODY)
     app.router.add_post(PATH, handler(settings))
-    return app
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, bind, port, ssl_context=ctx).start()
+    except OSError:
+        await runner.cleanup()
+        raise
+    return runner
 
 
 def handler(settings: Settings) -> Any:

@@ -53,6 +53,7 @@ from .caches import hpa_informer, pod_informer
 from .endpoints import OPEN_PATHS, Readiness, endpoints_app
 from .leader import LeaderElection, LeaderElector
 from .monitor import ControllerMetrics
+from .own_kind import own_kind_workers
 from .reconciler import Reconciler
 from .scale_reads import ScaleReads
 from .shadow import Shadow
@@ -155,7 +156,7 @@ async def run(opts: Options) -> int:
         elector=elector,
     )
     hpas.on_change = workers.on_hpa
-    own = await _own_kind(opts, lease_kube, informer_kube, kube, mapper, reconciler, workers)
+    own = await _own_kind(opts, lease_kube, informer_kube, workers)
     informers = (hpas, pods)
     everything = informers if own is None else (*informers, own.reconciler.hpas)
     metrics.watch_informers(
@@ -165,7 +166,15 @@ async def run(opts: Options) -> int:
     endpoints = await _serve_endpoints(
         opts, lease_kube, reconciler, metrics, readiness, own.reconciler if own is not None else None
     )
-    webhook = await _serve_webhook(opts, settings)
+    webhook = None
+    if opts.admission_webhook_port:
+        cert, key = serving_files(opts.tls_cert_file, opts.tls_key_file, opts.cert_dir, opts.cert_dns_names)
+        webhook = await admission.serve(
+            opts.bind_address,
+            opts.admission_webhook_port,
+            server_context(cert, key),
+            own_kind_settings(settings),
+        )
     log.info(
         "controller starting",
         dry_run=opts.dry_run,
@@ -234,19 +243,9 @@ async def run(opts: Options) -> int:
     return 0
 
 
-async def _own_kind(
-    opts: Options,
-    lease_kube: Kube,
-    informer_kube: Kube,
-    kube: Kube,
-    mapper: RESTMapper,
-    builtin: Reconciler,
-    builtin_workers: Workers,
-) -> Workers | None:
-    """The workers of promhpa's own HPA kind, beside the built-in HPAs' (sharing their pods,
-    scales, metrics and leadership), or None when the kind is off or its CRD is not
-    installed. They always write: the built-in controller never acts on this kind, so a dry
-    run (which shadows the built-in HPAs) does not concern them. Their events are promhpa's."""
+async def _own_kind(opts: Options, lease_kube: Kube, informer_kube: Kube, builtin: Workers) -> Workers | None:
+    """The workers of promhpa's own HPA kind (``own_kind``), or None when the kind is off or
+    its CRD is not installed."""
     if not opts.own_kind:
         return None
     try:
@@ -258,34 +257,16 @@ async def _own_kind(
             hint="install the chart's CRD (charts/promhpa/crds) to reconcile promhpa's own HPA kind",
         )
         return None
-    quiet = timedelta(seconds=opts.second_writer_quiet) if opts.second_writer_quiet > 0 else None
-    hpas = hpa_informer(informer_kube, None, opts.hpa_selector, opts.informer_watch_idle_timeout, OWN_HPA)
-    reconciler = Reconciler(
-        kube,
-        mapper,
-        hpas,
-        builtin.pods,
-        own_kind_settings(builtin.settings),
-        EventRecorder(kube, component=DRY_RUN_COMPONENT, kind=OWN_HPA),
-        builtin.metrics,
-        metrics_timeout=opts.metrics_timeout,
-        why=WhyLog(opts.why_history),
-        second_writer_quiet=quiet,
-        scales=builtin.scales,
-        kind=OWN_HPA,
-        other_selectors=builtin.selectors,
+    return own_kind_workers(
+        builtin,
+        informer_kube,
+        hpa_selector=opts.hpa_selector,
+        watch_idle_timeout=opts.informer_watch_idle_timeout,
+        why_history=opts.why_history,
+        second_writer_quiet=timedelta(seconds=opts.second_writer_quiet)
+        if opts.second_writer_quiet > 0
+        else None,
     )
-    workers = Workers(
-        reconciler,
-        sync_period=opts.sync_period,
-        count=opts.workers,
-        dry_run=False,
-        generation_gate=builtin_workers.generation_gate,
-        enqueues_immediately=builtin_workers.enqueues_immediately,
-        elector=builtin_workers.elector,
-    )
-    hpas.on_change = workers.on_hpa
-    return workers
 
 
 async def _start_own(workers: Workers, readiness: Readiness) -> None:
@@ -323,25 +304,6 @@ async def _synced(*informers: Informer) -> None:
     for informer in informers:
         while not await informer.wait_synced(10):
             log.error("waiting for the first list", path=informer.path, error=informer.error or None)
-
-
-async def _serve_webhook(opts: Options, settings: Settings) -> web.AppRunner | None:
-    """The admission webhook of promhpa's own kind on its own port, asking no client
-    certificate (``admission``); None when its port is 0."""
-    if not opts.admission_webhook_port:
-        return None
-    cert, key = serving_files(opts.tls_cert_file, opts.tls_key_file, opts.cert_dir, opts.cert_dns_names)
-    runner = web.AppRunner(admission.webhook_app(own_kind_settings(settings)), access_log=None)
-    await runner.setup()
-    try:
-        site = web.TCPSite(
-            runner, opts.bind_address, opts.admission_webhook_port, ssl_context=server_context(cert, key)
-        )
-        await site.start()
-    except OSError:
-        await runner.cleanup()
-        raise
-    return runner
 
 
 async def _serve_endpoints(
