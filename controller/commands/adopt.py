@@ -108,6 +108,7 @@ class MoveError(Exception):
 
 async def move_one(kube: Kube, move: Move, namespace: str, name: str, dry_run: bool) -> str:
     """One HPA moved (or, ``dry_run``, the objects printed); what happened, in a line."""
+    from controller.live.writer import update_status
     from shared.kube.errors import KubeError, NotFound
 
     src = f"{move.source.kind}.{move.source.group} {namespace}/{name}"
@@ -144,7 +145,9 @@ async def move_one(kube: Kube, move: Move, namespace: str, name: str, dry_run: b
         ) from e
     try:
         if status:
-            await _put_status(kube, move.target.path(namespace, name), created, status)
+            # as the controller writes a status: its field manager (which its second-writer guard
+            # does not count), a conflict -- promhpa reconciling the added object -- read again
+            await update_status(kube, created, status, kind=move.target)
         uid = (old.get("metadata") or {}).get("uid")
         await kube.delete(move.source.path(namespace, name), {"preconditions": {"uid": uid}})
     except KubeError as e:
@@ -214,23 +217,6 @@ async def _until_paused(kube: Kube, path: str, timeout: float = 30.0) -> None:
         await asyncio.sleep(0.2)
     print(f"warning: promhpa did not confirm the pause within {timeout:g}s (is its controller running?); "
           "going on", file=sys.stderr)  # fmt: skip
-
-
-async def _put_status(kube: Kube, path: str, current: dict[str, Any], status: dict[str, Any]) -> None:
-    """The carried status; promhpa may write the new object's status first (it reconciles an
-    added object at once), so a conflict reads the object again and writes over it."""
-    from controller.live.writer import AS_US
-    from shared.kube.errors import Conflict
-
-    for attempt in range(3):
-        try:
-            # as the controller's own write, which its second-writer guard does not count
-            await kube.put(path + "/status", {**current, "status": status}, AS_US)
-            return
-        except Conflict:
-            if attempt == 2:
-                raise
-            current = await kube.get(path)
 
 
 async def _event(kube: Kube, move: Move, created: dict[str, Any], dropped: list[str]) -> None:

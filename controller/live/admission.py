@@ -36,9 +36,12 @@ MAX_BODY = 3 * 1024 * 1024  # an object is at most 1.5 MiB in etcd; its review's
 def refusal(obj: dict[str, Any], settings: Settings) -> dict[str, Any] | None:
     """The Status the API server would answer for this object of promhpa's kind (422 Invalid,
     one cause per problem), or None when it would store it."""
-    knobs = _knob_problems(obj, settings)
-    if not knobs:  # the release an object decides as sets the gates it is judged by
+    knobs: list[str] = []
+    try:  # the release an object decides as sets the gates it is judged by
         settings = settings_for(obj, settings)[0]
+    except SnapshotError as e:  # spec.controller's values the schema cannot judge
+        path = e.path.removeprefix("hpa.")
+        knobs = [f"{path}: Invalid value: {e.message}" if path else f"spec.controller: Invalid value: {e}"]
     problems = validate_hpa(obj, True, settings.feature_gates.hpa_configurable_tolerance) + knobs
     if not problems:
         return None
@@ -54,16 +57,6 @@ def refusal(obj: dict[str, Any], settings: Settings) -> dict[str, Any] | None:
         "message": f'{OWN_HPA.kind}.{OWN_HPA.group} "{name}" is invalid: {listed}',
         "details": {"name": name, "group": OWN_HPA.group, "kind": OWN_HPA.kind, "causes": causes},
     }
-
-
-def _knob_problems(obj: dict[str, Any], settings: Settings) -> list[str]:
-    """spec.controller's values the schema cannot judge (the CRD refuses the rest)."""
-    try:
-        settings_for(obj, settings)
-    except SnapshotError as e:
-        path = e.path.removeprefix("hpa.")
-        return [f"{path}: Invalid value: {e.message}"] if path else [f"spec.controller: Invalid value: {e}"]
-    return []
 
 
 def _reason(message: str) -> str:

@@ -33,7 +33,7 @@ from shared.kube.errors import Conflict, KubeError
 from shared.kube.informer import Informer
 from shared.kube.resources import HPA, Resource
 
-from .consistency import GROUP, RESOURCE, ReadYourWrites, StaleReadError
+from .consistency import RESOURCE, ReadYourWrites, StaleReadError
 from .hpa_records import HpaRecords
 from .hpa_selectors import SelectorRegistry
 from .monitor import ControllerMetrics, Key
@@ -181,7 +181,7 @@ class Reconciler:
         try:
             self.own_writes.ensure_ready(key, self.hpas.last_sync_rv)
         except StaleReadError:
-            self.metrics.stale_sync_skips.labels(self.kind.group or GROUP, RESOURCE).inc()
+            self.metrics.stale_sync_skips.labels(self.kind.group, RESOURCE).inc()
             raise
 
     async def _write_scale(self, path: str, scale: dict[str, Any], replicas: int, release: Release) -> None:
