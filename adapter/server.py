@@ -224,6 +224,7 @@ class Adapter:
             watch_idle_timeout=o.kube.informer_watch_idle_timeout,
             judge=self.judge,
         )
+        self.health.checks.append(watch.not_ready)
         gate = TeamGate(o.team.cost)  # the per-namespace limits on MetricRule queries
         app[PROVIDERS].team = TeamQueries(
             watch, self.backends, o.team.query_timeout, gate, watch.limits.tenants

@@ -74,6 +74,9 @@ class TeamRuleWatch:
         # the file form's discovery: rule -> (the version it was made for, metric -> series)
         self._discovered: dict[Key, tuple[TeamRule, dict[Name, str]]] = {}
         self._wake = asyncio.Event()
+        # set once both informers have listed and that list has been assigned: until then a
+        # MetricRule's metric would answer 404, so the adapter is not ready (``not_ready``)
+        self.assigned = asyncio.Event()
         self._denied = False
         self.informers = {
             kind: Informer(kube, PATHS[kind], on_change=self._changed, watch_idle_timeout=watch_idle_timeout)
@@ -130,7 +133,25 @@ class TeamRuleWatch:
             self.limited.pop(key, None)
         return out
 
+    def not_ready(self) -> str | None:
+        """A readiness check: why MetricRules cannot be answered yet, or None. A new replica
+        that served before its first assignment would 404 the metrics its older peers serve."""
+        if self.assigned.is_set():
+            return None
+        waiting = [i for i in self.informers.values() if not i.synced.is_set()]
+        if not waiting:
+            return "the MetricRules are listed but not yet assigned"
+        errors = "; ".join(f"{i.path}: {i.error}" for i in waiting if i.error)
+        return "the MetricRules have not been listed yet" + (f" ({errors})" if errors else "")
+
     async def _run(self) -> None:
+        await asyncio.gather(*(i.synced.wait() for i in self.informers.values()))
+        self._wake.clear()  # the lists' ADDED events: this reconcile reads them
+        try:
+            await self.reconcile()
+        except Exception:  # a bug must not hold readiness or end the watch: logged
+            log.exception("team rules: reconcile failed")
+        self.assigned.set()
         while True:
             resync = False
             try:

@@ -19,6 +19,7 @@ from tests.live import scale_replicas
 from tests.netproxy import Proxy
 from tests.support import AdapterProcess
 from tests.support import PrometheusProcess
+from tests.support import answer
 from tests.support import external_rules
 from tests.support import install_metric_rule_crds
 from tests.support import start_adapter
@@ -93,6 +94,18 @@ def test_a_new_rule_is_served_within_five_seconds_and_says_so_on_its_status(
     assert values(cluster, A, "jobs_waiting") == [OURS]
     wait_until(lambda: accepted(cluster, "jobs").get("status") == "True", timeout=10, what="Accepted")
     assert accepted(cluster, "jobs")["reason"] == "Served"
+
+
+def test_a_new_replica_is_ready_only_once_it_serves_the_rules_its_peers_serve(
+    live: Live, cluster: Cluster, adapter: AdapterProcess
+) -> None:
+    """A replica that reported ready before it had read the MetricRules answered 404 for a
+    metric its peers served: two reads lost during a rolling upgrade."""
+    cluster.apply([rule("peer", "peer_jobs", "sum by (queue) (jobs_waiting)")])
+    wait_until(lambda: values(cluster, A, "peer_jobs") is not None, timeout=10, what="served by the first")
+    second = live.local_adapter(external_rules("file_queue", by=""), "--team-rules", "--query-cache-ttl=0s")
+    code, body = answer(second, f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{A}/peer_jobs")
+    assert code == 200, body  # its very first answer, the moment /readyz said ok
 
 
 def test_a_teams_rule_is_not_served_in_another_namespace(cluster: Cluster, adapter: AdapterProcess) -> None:
