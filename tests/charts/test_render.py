@@ -437,7 +437,9 @@ def test_rules_webhook_is_off_by_default() -> None:
     """It answers only the API server's client certificate, which most clusters (every
     managed one) cannot be configured to present: on by default it would refuse them all."""
     docs = render(URL)
-    assert of_kind(docs, "ValidatingWebhookConfiguration") == []
+    assert [
+        w for w in of_kind(docs, "ValidatingWebhookConfiguration") if "adapter" in w["metadata"]["name"]
+    ] == []
     (adapter,) = [d for d in of_kind(docs, "Deployment") if "adapter" in d["metadata"]["name"]]
     assert "--rules-webhook" not in adapter["spec"]["template"]["spec"]["containers"][0]["args"]
 
@@ -446,6 +448,77 @@ def test_rules_webhook_without_its_client_ca_is_refused() -> None:
     out = helm("template", "r", str(CHART), URL, "--set=rules.webhook.enabled=true", check=False)
     assert out.returncode != 0
     assert "rules.webhook.enabled needs rules.webhook.clientCA" in out.stderr
+
+
+def _own_kind_webhook(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (hook,) = [
+        w for w in of_kind(docs, "ValidatingWebhookConfiguration") if "controller" in w["metadata"]["name"]
+    ]
+    return dict(hook["webhooks"][0])
+
+
+def test_the_own_kinds_webhook_is_registered_with_a_certificate_for_its_service() -> None:
+    docs = render(URL, namespace="monitoring", release="promhpa")
+    hook = _own_kind_webhook(docs)
+    assert hook["name"] == "horizontalpodautoscalers.autoscaling.promhpa.io"
+    assert hook["rules"] == [{
+        "apiGroups": ["autoscaling.promhpa.io"], "apiVersions": ["v2"],
+        "operations": ["CREATE", "UPDATE"], "resources": ["horizontalpodautoscalers"], "scope": "Namespaced",
+    }]  # fmt: skip
+    assert (hook["failurePolicy"], hook["sideEffects"], hook["timeoutSeconds"]) == ("Ignore", "None", 5)
+    service = hook["clientConfig"]["service"]
+    assert service == {
+        "name": "promhpa-controller-webhook", "namespace": "monitoring",
+        "path": "/validate/horizontalpodautoscalers", "port": 8445,
+    }  # fmt: skip
+    (svc,) = [s for s in of_kind(docs, "Service") if s["metadata"]["name"] == service["name"]]
+    controller = next(d for d in of_kind(docs, "Deployment") if d["metadata"]["name"].endswith("controller"))
+    pod = controller["spec"]["template"]
+    assert all(pod["metadata"]["labels"][k] == v for k, v in svc["spec"]["selector"].items())
+    container = pod["spec"]["containers"][0]
+    assert {"name": "webhook", "containerPort": 8445, "protocol": "TCP"} in container["ports"]
+    assert svc["spec"]["ports"][0]["targetPort"] == "webhook"
+    assert "--admission-webhook-port=8445" in container["args"]
+    assert "--tls-cert-file=/etc/promhpa/webhook-tls/tls.crt" in container["args"]
+    (secret,) = [
+        s for s in of_kind(docs, "Secret") if s["metadata"]["name"] == "promhpa-controller-webhook-tls"
+    ]
+    (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == "webhook-tls"]
+    assert volume["secret"]["secretName"] == secret["metadata"]["name"]
+    cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "promhpa-controller-webhook.monitoring.svc" in names.get_values_for_type(x509.DNSName)
+    ca = x509.load_pem_x509_certificate(base64.b64decode(hook["clientConfig"]["caBundle"]))
+    key = ca.public_key()
+    assert isinstance(key, rsa.RSAPublicKey)
+    assert cert.signature_hash_algorithm is not None
+    key.verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(), cert.signature_hash_algorithm)
+
+
+@pytest.mark.parametrize("off", ["controller.admissionWebhook.enabled=false", "controller.ownKind=off"])
+def test_the_own_kinds_webhook_is_left_out_when_off(off: str) -> None:
+    docs = render(URL, f"--set={off}")
+    assert [
+        w for w in of_kind(docs, "ValidatingWebhookConfiguration") if "controller" in w["metadata"]["name"]
+    ] == []
+    assert not [s for s in of_kind(docs, "Service") if s["metadata"]["name"].endswith("-webhook")]
+    assert not [a for a in _controller_args(f"--set={off}") if "admission" in a or "tls-cert" in a]
+
+
+def test_with_cert_manager_the_own_kinds_webhook_gets_a_certificate_and_its_ca_injected() -> None:
+    docs = render(URL, "--set=tls.mode=certManager", namespace="monitoring", release="promhpa")
+    (cert,) = [
+        c for c in of_kind(docs, "Certificate") if c["metadata"]["name"] == "promhpa-controller-webhook-tls"
+    ]
+    assert cert["spec"]["dnsNames"][0] == "promhpa-controller-webhook.monitoring.svc"
+    assert cert["spec"]["issuerRef"] == {"kind": "Issuer", "name": "promhpa-adapter-ca"}
+    (hook,) = [
+        w for w in of_kind(docs, "ValidatingWebhookConfiguration") if "controller" in w["metadata"]["name"]
+    ]
+    assert hook["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": "monitoring/promhpa-controller-webhook-tls"
+    }
+    assert "caBundle" not in hook["webhooks"][0]["clientConfig"]
 
 
 def _controller_args(*values: str) -> list[str]:

@@ -200,7 +200,15 @@ def _items(c: localcluster.Cluster, path: str) -> bool:
 
 
 def test_hpas_scale_the_demo_up_under_load_and_down_after(installed: localcluster.Cluster) -> None:
+    """``shop`` stays a built-in HPA; ``worker`` is adopted into promhpa's own kind first, as a
+    user on a managed cluster would, and both scale the real containers up and back down."""
     installed.apply(incluster.demo_autoscaling())
+    adopt = _plugin(installed, "adopt", f"{incluster.DEMO}/worker")
+    assert adopt.returncode == 0, adopt.stderr
+    assert (
+        installed.kubectl("-n", incluster.DEMO, "get", "hpa.autoscaling/worker", check=False).returncode != 0
+    )
+    assert _adopted_worker(installed)["spec"]["maxReplicas"] == 6
     installed.kubectl("-n", incluster.DEMO, "scale", "deployment/load", "--replicas=3")  # 30 requests/s
 
     def replicas(name: str) -> int:
@@ -211,11 +219,60 @@ def test_hpas_scale_the_demo_up_under_load_and_down_after(installed: localcluste
     installed.kubectl("-n", incluster.DEMO, "scale", "deployment/load", "--replicas=0")
     for name in ("shop", "worker"):
         wait_until(lambda n=name: replicas(n) == 1, timeout=240, what=f"{name} back to 1")
+    status = _adopted_worker(installed)["status"]
+    assert status["desiredReplicas"] == 1, status
+    assert status.get("lastScaleTime"), status
+    reasons = {e["reason"] for e in _events(installed, "worker")}
+    assert {"Adopted", "SuccessfulRescale"} <= reasons, reasons
+
+
+def _adopted_worker(c: localcluster.Cluster) -> dict[str, Any]:
+    out = c.kubectl(
+        "-n", incluster.DEMO, "get", "horizontalpodautoscalers.autoscaling.promhpa.io/worker", "-o", "json"
+    )
+    return dict(json.loads(out.stdout))
+
+
+def _events(c: localcluster.Cluster, name: str) -> list[dict[str, Any]]:
+    out = c.kubectl(
+        "-n", incluster.DEMO, "get", "events", "--field-selector", f"involvedObject.name={name}", "-o", "json"
+    )
+    return [
+        e
+        for e in json.loads(out.stdout)["items"]
+        if e["involvedObject"].get("apiVersion", "").startswith("autoscaling.promhpa.io")
+    ]
+
+
+def test_the_charts_webhook_refuses_an_invalid_object_of_the_own_kind(
+    installed: localcluster.Cluster,
+) -> None:
+    """The chart registers the controller's admission webhook behind its Service with its CA:
+    the API server's own cross-field refusal, reached through the Service (failurePolicy
+    Ignore would store the object if the webhook were not reached)."""
+    bad = {
+        "apiVersion": "autoscaling.promhpa.io/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "inverted", "namespace": incluster.DEMO},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "worker"},
+            "minReplicas": 5, "maxReplicas": 2,
+        },
+    }  # fmt: skip
+    code, body = _api(
+        installed,
+        f"/apis/autoscaling.promhpa.io/v2/namespaces/{incluster.DEMO}/horizontalpodautoscalers",
+        bad,
+    )
+    assert code == 422, body
+    assert (
+        "spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`"
+        in body["message"]
+    )
 
 
 def test_why_explains_each_hpa(installed: localcluster.Cluster) -> None:
-    for name in ("shop", "worker"):
-        out = _plugin_why(installed, name, "--last=5")
+    for name, kind in (("shop", "hpa"), ("worker", "phpa")):  # worker was adopted
+        out = _plugin_why(installed, name, "--last=5", f"--kind={kind}")
         assert out.returncode == 0, out.stderr
         assert f"HPA {incluster.DEMO}/{name}" in out.stdout
         assert "limiting step" in out.stdout
@@ -370,15 +427,14 @@ def _holder(c: localcluster.Cluster, path: str) -> str:
 
 def _plugin_why(c: localcluster.Cluster, name: str, *flags: str) -> subprocess.CompletedProcess[str]:
     """``kubectl promhpa why demo/NAME`` as a user runs it: the plugin, the cluster's kubeconfig."""
+    return _plugin(c, "why", f"{incluster.DEMO}/{name}", "--insecure-skip-tls-verify", *flags)
+
+
+def _plugin(c: localcluster.Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kubectl promhpa ARGS`` as a user runs it: the plugin, the cluster's kubeconfig."""
     plugin = Path(sys.executable).parent / "kubectl-promhpa"
-    argv = [
-        str(plugin),
-        "why",
-        f"{incluster.DEMO}/{name}",
-        f"--kubeconfig={c.kubeconfig}",
-        "--insecure-skip-tls-verify",
-    ]
-    return subprocess.run([*argv, *flags], capture_output=True, text=True, timeout=60, check=False)
+    argv = [str(plugin), *args, f"--kubeconfig={c.kubeconfig}"]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=90, check=False)
 
 
 def _why(c: localcluster.Cluster, name: str, check: bool = True) -> dict[str, Any]:

@@ -162,16 +162,16 @@ digest when given (it wins over the tag), else the tag (default: the chart's app
 {{- end }}
 
 {{/*
-The serving certificate in helm mode, as a dict {ca, crt, key} (base64 PEM). It is generated
-once and then reused from the Secret already in the cluster, so an upgrade neither rotates
-it nor leaves the APIServices' caBundle out of step. Memoised in .Values so the Secret and
-every APIService see the same certificate within one render.
+A serving certificate in helm mode, as a dict {ca, crt, key} (base64 PEM), for a dict of
+ctx, secret (its Secret's name), dns (the name it is for) and memo (a key in .Values). It is
+generated once and then reused from the Secret already in the cluster, so an upgrade neither
+rotates it nor leaves a caBundle out of step. Memoised in .Values so the Secret and every
+registration see the same certificate within one render.
 */}}
-{{- define "promhpa.adapter.generatedTLS" -}}
-{{- if not (hasKey .Values "__promhpaTLS") }}
-{{- $name := include "promhpa.adapter.tlsSecretName" . }}
-{{- $existing := lookup "v1" "Secret" (include "promhpa.namespace" .) $name }}
-{{- $dns := include "promhpa.adapter.dnsName" . }}
+{{- define "promhpa.generatedTLS" -}}
+{{- $ctx := .ctx }}
+{{- if not (hasKey $ctx.Values .memo) }}
+{{- $existing := lookup "v1" "Secret" (include "promhpa.namespace" $ctx) .secret }}
 {{- $reuse := false }}
 {{- if and $existing $existing.data }}
 {{- if and (index $existing.data "ca.crt") (index $existing.data "tls.crt") (index $existing.data "tls.key") }}
@@ -179,14 +179,53 @@ every APIService see the same certificate within one render.
 {{- end }}
 {{- end }}
 {{- if $reuse }}
-{{- $_ := set .Values "__promhpaTLS" (dict "ca" (index $existing.data "ca.crt") "crt" (index $existing.data "tls.crt") "key" (index $existing.data "tls.key")) }}
+{{- $_ := set $ctx.Values .memo (dict "ca" (index $existing.data "ca.crt") "crt" (index $existing.data "tls.crt") "key" (index $existing.data "tls.key")) }}
 {{- else }}
-{{- $ca := genCA (printf "%s-ca" (include "promhpa.adapter.fullname" .)) (int .Values.tls.validityDays) }}
-{{- $cert := genSignedCert $dns nil (list $dns (printf "%s.cluster.local" $dns) (include "promhpa.adapter.fullname" .)) (int .Values.tls.validityDays) $ca }}
-{{- $_ := set .Values "__promhpaTLS" (dict "ca" ($ca.Cert | b64enc) "crt" ($cert.Cert | b64enc) "key" ($cert.Key | b64enc)) }}
+{{- $short := trimSuffix (printf ".%s.svc" (include "promhpa.namespace" $ctx)) .dns }}
+{{- $ca := genCA (printf "%s-ca" $short) (int $ctx.Values.tls.validityDays) }}
+{{- $cert := genSignedCert .dns nil (list .dns (printf "%s.cluster.local" .dns) $short) (int $ctx.Values.tls.validityDays) $ca }}
+{{- $_ := set $ctx.Values .memo (dict "ca" ($ca.Cert | b64enc) "crt" ($cert.Cert | b64enc) "key" ($cert.Key | b64enc)) }}
 {{- end }}
 {{- end }}
-{{- toYaml (get .Values "__promhpaTLS") }}
+{{- toYaml (get $ctx.Values .memo) }}
+{{- end }}
+
+{{/* The adapter's serving certificate in helm mode (promhpa.generatedTLS). */}}
+{{- define "promhpa.adapter.generatedTLS" -}}
+{{- include "promhpa.generatedTLS" (dict "ctx" . "secret" (include "promhpa.adapter.tlsSecretName" .) "dns" (include "promhpa.adapter.dnsName" .) "memo" "__promhpaTLS") }}
+{{- end }}
+
+{{/* The controller's admission webhook: registered only where the controller runs and
+reconciles promhpa's own kind. */}}
+{{- define "promhpa.controller.webhook" -}}
+{{- $c := .Values.controller -}}
+{{- if and $c.enabled $c.admissionWebhook.enabled (ne $c.ownKind "off") -}}true{{- end -}}
+{{- end }}
+
+{{- define "promhpa.controller.webhookService" -}}
+{{- printf "%s-webhook" (include "promhpa.controller.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "promhpa.controller.dnsName" -}}
+{{- printf "%s.%s.svc" (include "promhpa.controller.webhookService" .) (include "promhpa.namespace" .) }}
+{{- end }}
+
+{{/* The Secret holding the webhook's certificate: tls.existingSecret's in that mode. */}}
+{{- define "promhpa.controller.tlsSecretName" -}}
+{{- if eq .Values.tls.mode "existingSecret" }}
+{{- include "promhpa.adapter.tlsSecretName" . }}
+{{- else }}
+{{- printf "%s-webhook-tls" (include "promhpa.controller.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/* The webhook's caBundle (empty in certManager mode: cert-manager injects it). */}}
+{{- define "promhpa.controller.caBundle" -}}
+{{- if eq .Values.tls.mode "helm" }}
+{{- (include "promhpa.generatedTLS" (dict "ctx" . "secret" (include "promhpa.controller.tlsSecretName" .) "dns" (include "promhpa.controller.dnsName" .) "memo" "__promhpaControllerTLS") | fromYaml).ca }}
+{{- else }}
+{{- include "promhpa.caBundle" . }}
+{{- end }}
 {{- end }}
 
 {{/* The caBundle of the APIServices (empty in certManager mode: cert-manager injects it). */}}
