@@ -67,18 +67,19 @@ def _show(c: tuple[str, str] | None) -> str:
     return "absent" if c is None else f"{c[0]}/{c[1]}"
 
 
-def differences(ours: dict[str, Any], owner: dict[str, Any]) -> list[str]:
-    """What differs between two HPA statuses, in words: desired replicas, then each condition."""
+def differences(ours: dict[str, Any], owner: dict[str, Any], other: str = "owner") -> list[str]:
+    """What differs between two HPA statuses, in words: desired replicas, then each condition
+    (``other`` names the second: the owner, or a built-in twin)."""
     out: list[str] = []
     if ours.get("desiredReplicas") != owner.get("desiredReplicas"):
         out.append(
-            f"desiredReplicas: promhpa {ours.get('desiredReplicas')}, owner {owner.get('desiredReplicas')}"
+            f"desiredReplicas: promhpa {ours.get('desiredReplicas')}, {other} {owner.get('desiredReplicas')}"
         )
     mine, theirs = conditions_of(ours), conditions_of(owner)
     for ctype in sorted(set(mine) | set(theirs)):
         a, b = mine.get(ctype), theirs.get(ctype)
         if a != b:
-            out.append(f"{ctype}: promhpa {_show(a)}, owner {_show(b)}")
+            out.append(f"{ctype}: promhpa {_show(a)}, {other} {_show(b)}")
     return out
 
 

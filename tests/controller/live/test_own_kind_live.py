@@ -239,6 +239,23 @@ def test_why_and_snapshot_take_the_kind_and_decide_it_with_its_knobs(
     assert json.loads(decided.stdout)["status"]["conditions"][-1]["reason"] == "ScalingPaused"
 
 
+def test_compare_sets_the_objects_decision_beside_its_built_in_twins(cluster: Cluster, running: Path) -> None:
+    """``paused`` holds the count where the built-in controller would scale; ``web``'s only
+    knob (its sync period) changes no decision."""
+    reach = (f"--controller-url=https://127.0.0.1:{PORT}", "--insecure-skip-tls-verify",
+             f"--kubeconfig={cluster.kubeconfig}")  # fmt: skip
+    paused = python_m("controller", "compare", "--kind=phpa", f"{NS}/paused", "-o", "json", *reach)
+    assert paused.returncode == 1, paused.stderr  # a difference
+    (item,) = json.loads(paused.stdout)["items"]
+    assert item["knobs"] == ["paused", "syncPeriod"]
+    assert (item["desiredReplicas"], item["builtInDesiredReplicas"]) == (1, 2)  # 20 / 10 a replica
+    assert "ScalingActive: promhpa False/ScalingPaused, built-in True/ValidMetricFound" in item["differences"]
+    web = python_m("controller", "compare", "--kind=phpa", f"{NS}/web", *reach)
+    assert web.returncode == 0, web.stdout + web.stderr
+    _, ours, twin, knobs, differences = web.stdout.splitlines()[1].split(maxsplit=4)
+    assert (ours, knobs, differences) == (twin, "syncPeriod", "-")
+
+
 def kubectl_promhpa(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
     """``kubectl promhpa ...`` as a user runs it: the plugin on PATH, the cluster's kubeconfig."""
     plugin = Path(sys.executable).parent / "kubectl-promhpa"
