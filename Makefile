@@ -11,7 +11,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv constraints image image-lock release lint unit test test-prometheus2 e2e differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-discovery bench-controller bench-scale clean
+.PHONY: bench-reaction venv constraints image image-lock release lint unit test test-prometheus2 e2e differential demo examples conformance cluster-tools cluster cluster-down bench-adapter bench-discovery bench-controller bench-scale clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -147,6 +147,13 @@ bench-controller: venv cluster-tools
 bench-scale: venv cluster-tools
 	@hack/build-tools.sh bench >/dev/null
 	$(BIN)/python -m benchmarks.scale $(ARGS)
+
+# How long from a step in a metric's load to the scale write: promhpa's own kind at sync
+# periods 15 s, 5 s and 2 s beside kube-controller-manager (15 s) and KEDA's ScaledObject, on
+# one local control plane (about 20 minutes for the default 50 steps).
+# `make bench-reaction ARGS=--update-docs` rewrites the table in docs/benchmarks.md.
+bench-reaction: venv cluster-tools
+	$(BIN)/python -m benchmarks.reaction $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

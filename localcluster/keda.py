@@ -139,3 +139,17 @@ def start_keda(cluster: Cluster, directory: Path) -> Keda:
         keda.stop()
         raise AssertionError(f"KEDA did not start:\n{keda.logs()}") from None
     return keda
+
+
+def keda_upstream(keda: Keda, token: Path) -> str:
+    """The rule file's ``upstreams`` entry that forwards KEDA's metric names
+    (``s<trigger>-<scaler>``) to its metrics server, presenting ``token`` (the adapter's
+    ServiceAccount's): promhpa keeps the external metrics APIService beside KEDA."""
+    return f"""
+upstreams:
+- name: keda
+  url: {keda.url}
+  insecureSkipTLSVerify: true
+  bearerTokenFile: {token}
+  external: ['^s[0-9]+-.*$']
+"""

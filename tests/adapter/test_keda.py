@@ -18,6 +18,7 @@ import pytest
 
 from localcluster import Cluster
 from localcluster.keda import Keda
+from localcluster.keda import keda_upstream
 from localcluster.keda import start_keda
 from tests.live import Live
 from tests.live import adapter_token
@@ -58,18 +59,7 @@ def promhpa(live: Live, keda: Keda) -> AdapterProcess:
     cluster, work = live.cluster, live.folder("promhpa-keda")
     token = adapter_token(cluster, work / "token")
     grant_forwarding(cluster, "keda-forwarding", "external.metrics.k8s.io")
-    rules = (
-        external_rules("keda_own_queue", by="")
-        + f"""
-upstreams:
-- name: keda
-  url: {keda.url}
-  insecureSkipTLSVerify: true
-  bearerTokenFile: {token}
-  external: ['^s[0-9]+-.*$']
-"""
-    )
-    return live.adapter(rules, folder=work)
+    return live.adapter(external_rules("keda_own_queue", by="") + keda_upstream(keda, token), folder=work)
 
 
 def scaled_object(prometheus_url: str) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import bench_controller
+from benchmarks import reaction
 from benchmarks import scale_adapter
 from benchmarks import scale_controller
 from benchmarks import side_by_side
@@ -26,6 +27,7 @@ TABLES = [
     ("docs/benchmarks.md", "bench-scale-cores", "benchmarks.scale", scale_controller.CORES_HEADER),
     ("docs/benchmarks.md", "bench-scale-discovery", "benchmarks.scale", scale_adapter.DISCOVERY_HEADER),
     ("docs/benchmarks.md", "bench-scale-pods", "benchmarks.scale", scale_adapter.PODS_HEADER),
+    ("docs/benchmarks.md", "bench-reaction", "benchmarks.reaction", reaction.HEADER),
 ]
 
 
@@ -105,6 +107,28 @@ def test_the_scale_figures_are_in_benchmarks_json_as_the_issue_names_them() -> N
         assert (w["p99_lag_s"] is None) == bool(w.get("over_range")), w
     for p in held.get("side_by_side", []):
         assert set(p) >= SIDE_BY_SIDE_KEYS, p
+
+
+def test_the_reaction_figures_hold_every_autoscaler_over_at_least_50_steps() -> None:
+    import json
+
+    held = json.loads((ROOT / "docs/benchmarks.json").read_text())["reaction"]
+    runs: dict[str, list[str]] = {}
+    for r in held:
+        runs.setdefault(r["query_cache_ttl"], []).append(r["autoscaler"])
+    assert "5s" in runs, "the adapter's default query cache is measured"
+    for autoscalers in runs.values():
+        assert autoscalers == [t.label for t in reaction.TARGETS]
+    for r in held:
+        assert r["steps"] >= 50, r
+        assert 0 < r["p50_s"] <= r["p99_s"] <= r["max_s"], r
+
+
+def test_a_reaction_quantile_is_a_measured_step_time() -> None:
+    times = [float(n) for n in range(1, 51)]
+    assert reaction.quantile(times, 0.5) == 25.0
+    assert reaction.quantile(times, 0.99) == 50.0
+    assert reaction.quantile([3.0], 0.5) == 3.0
 
 
 def test_figures_of_a_rerun_replace_that_runs_and_keep_the_others(tmp_path: Path) -> None:
