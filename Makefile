@@ -72,14 +72,23 @@ e2e: venv cluster-tools
 # the adapter's tests (every query, series and label call, errors, timeouts, POST, UTF-8
 # names), the replay's range queries, the chart's scraping, and of the controller's live tests
 # those where Prometheus is in the story (the HPAs' metrics end to end, Thanos' sidecar,
-# Prometheus stopped). The rest of tests/controller/live (rate limits, a second writer, the
-# shadow beside kube-controller-manager, `why`, the query rate per HPA) and the tenants tests
-# (Mimir) exercise the same adapter code whichever Prometheus answers, and ran in `make test`.
-# Of the files named, a test that reaches no Prometheus (tests/conftest.py) is deselected.
+# Prometheus stopped). Left to `make test` alone, as they run the same whichever Prometheus
+# answers: the adapter's authorization and namespace boundary (boundary, fuzzed paths), its
+# own bounds (hostile rules, team limits, overload, informer health, shutdown), the
+# APIServices, the migration and cut-over from prometheus-adapter, forwarding (upstreams,
+# KEDA), Mimir's tenants; and the controller's leader election, watch recovery, pausing and
+# sync-period tests. Of the files named, a test that reaches no Prometheus (tests/conftest.py)
+# is deselected.
+PROMETHEUS_INDEPENDENT := test_namespace_boundary test_fuzz_paths test_hostile_rules_live test_team_limits_live \
+  test_overload test_informer_health test_shutdown test_aggregation test_migration test_cutover test_upstreams \
+  test_keda test_team_tenants_live
 test-prometheus2: venv cluster-tools
 	PROMHPA_PROMETHEUS=2 $(BIN)/pytest --durations=15 tests/adapter tests/controller/replay tests/charts/test_observability.py \
 	  tests/controller/live/test_controller.py tests/controller/live/test_thanos.py tests/controller/live/test_fallback_live.py \
-	  --deselect tests/adapter/test_team_tenants_live.py
+	  $(foreach f,$(PROMETHEUS_INDEPENDENT),--ignore=tests/adapter/$(f).py) \
+	  $(foreach t,test_only_the_leader_acts_and_a_standby_takes_over test_watches_resume_after_the_apiserver_restarts \
+	    test_a_paused_leader_writes_nothing_after_resuming test_reconciled_once_per_sync_period_and_at_once_after_a_spec_change,\
+	    --deselect tests/controller/live/test_controller.py::$(t))
 
 # A long differential run against upstream's controller package at each release (make test
 # runs 5,000 at the newest and 2,000 at each older one, with a fixed seed);

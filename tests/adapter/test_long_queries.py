@@ -1,6 +1,9 @@
-"""A ``pods/*`` request over 5,000 pods, through the real aggregator: the adapter's query
-names every pod (a ~100 KB regex), which it POSTs; a proxy in front of Prometheus with
-nginx's 8 KB URL limit lets it through."""
+"""A ``pods/*`` request over 1,000 pods, through the real aggregator: the adapter's query
+names every pod (a ~20 KB regex, over twice the limit), which it POSTs; a proxy in front of
+Prometheus with nginx's 8 KB URL limit lets it through. 1,000 rather than 5,000: the limit is
+passed either way, and the scheduler and kwok take three minutes to run 5,000 pods
+(``tests/promclient/test_prometheus_access.py`` POSTs a 5,000-name query, and
+``make bench-scale`` serves pods/* over 10,000 pods)."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from tests.support import Recorder
 from tests.support import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
-NS, PODS = "big", 5000
+NS, PODS = "big", 1000
 CONFIG = """
 rules:
 - seriesQuery: '{__name__="big_inflight",namespace!="",pod!=""}'
@@ -46,7 +49,7 @@ def adapter(live: Live, proxy: Recorder) -> AdapterProcess:
 
 
 @pytest.mark.timeout(400)
-def test_pods_star_over_5000_pods_is_served(
+def test_pods_star_over_1000_pods_is_posted_and_served(
     cluster: Cluster, exporter: Exporter, adapter: AdapterProcess, proxy: Recorder
 ) -> None:
     cluster.kubectl("create", "namespace", NS, check=False)
@@ -79,7 +82,8 @@ def test_pods_star_over_5000_pods_is_served(
             print("last answer:", last[0], answer, proxy.methods[-5:])
             raise
         posted = [q for q, _ in proxy.take() if q.count("|") >= PODS - 1]
-        assert posted, "the 5,000-name query reached Prometheus"
+        assert posted, f"the {PODS}-name query reached Prometheus"
+        assert max(len(q) for q in posted) > 2 * 8192  # well past the proxy's URL limit
         assert "POST" in proxy.methods
     finally:
         cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
