@@ -23,7 +23,10 @@ from tests.support import ROOT
 from tests.support import missing
 from tests.support import python_m
 
-pytestmark = pytest.mark.slow
+# the first test of the module also builds the release (the dist fixture, about a minute), and
+# pytest-timeout counts fixture set-up: two image builds took 119.5 s and then 120.04 s, at the
+# default's edge
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 VERSION = "0.2.0"
 IMAGE = f"promhpa-{VERSION}-amd64"
 
