@@ -79,10 +79,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     items = data.get("items", [])
     differing = [i for i in items if i.get("differs")]
     if args.output in ("json", "yaml"):
-        print(
-            json.dumps(data, indent=2) if args.output == "json" else yaml.safe_dump(data, sort_keys=False),
-            end="\n" if args.output == "json" else "",
-        )
+        _print_data(data, args.output)
         return 1 if differing else 0
     rows = [["HPA", "PROMHPA", "OWNER", "STATE", "SINCE", "DIFFERENCES"]]
     for i in items:
@@ -101,9 +98,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 "; ".join(i.get("differences") or []) or "-",
             ]
         )
-    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]) - 1)]
-    for r in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    _print_table(rows)
     agree = sum(1 for i in items if not i.get("differences"))
     print(
         f"{len(items)} HPAs compared: {agree} agree, {len(differing)} differ, "
@@ -142,11 +137,7 @@ def _compare_own_kind(args: argparse.Namespace) -> int:
         return 2
     differs = bool(item["differences"])
     if args.output in ("json", "yaml"):
-        data = {"items": [item]}
-        print(
-            json.dumps(data, indent=2) if args.output == "json" else yaml.safe_dump(data, sort_keys=False),
-            end="\n" if args.output == "json" else "",
-        )
+        _print_data({"items": [item]}, args.output)
         return 1 if differs else 0
     rows = [
         ["HPA", "PROMHPA", "BUILT-IN", "KNOBS", "DIFFERENCES"],
@@ -158,10 +149,22 @@ def _compare_own_kind(args: argparse.Namespace) -> int:
             "; ".join(item["differences"]) or "-",
         ],
     ]
+    _print_table(rows)
+    return 1 if differs else 0
+
+
+def _print_data(data: dict[str, Any], output: str) -> None:
+    if output == "json":
+        print(json.dumps(data, indent=2))
+    else:
+        print(yaml.safe_dump(data, sort_keys=False), end="")
+
+
+def _print_table(rows: list[list[str]]) -> None:
+    """Columns padded to their widest cell; the last one (the differences) runs on."""
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]) - 1)]
     for r in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=False)) + "  " + r[-1])
-    return 1 if differs else 0
 
 
 def own_kind_comparison(doc: dict[str, Any], flags: DecisionFlags) -> dict[str, Any]:
@@ -178,10 +181,12 @@ def own_kind_comparison(doc: dict[str, Any], flags: DecisionFlags) -> dict[str, 
     hpa["apiVersion"] = "autoscaling/v2"
     knobs = sorted((hpa.get("spec") or {}).pop("controller", None) or {})
     controller = twin.setdefault("controller", {})
-    version = str(controller.get("kubernetesVersion") or "") or None
     gates = controller.setdefault("featureGates", {})
     if "HPAScaleToZero" in gates:
-        gates["HPAScaleToZero"] = flags.settings(version).feature_gates.hpa_scale_to_zero
+        version = controller.get("kubernetesVersion")
+        gates["HPAScaleToZero"] = flags.settings(
+            str(version) if version else None
+        ).feature_gates.hpa_scale_to_zero
     ours, built_in = decide(parse_snapshot(doc)), decide(parse_snapshot(twin))
     return {
         "namespace": hpa.get("metadata", {}).get("namespace"),
