@@ -43,10 +43,12 @@ from typing import Any
 import localcluster
 from benchmarks.doc_tables import invocation, update_figures, update_section
 from localcluster.keda import keda_upstream, start_keda
-from localcluster.manifests import binding, cluster_role, external_metric, hpa_manifest
+from localcluster.manifests import external_metric, hpa_manifest
 from localcluster.promhpa import (
+    adapter_token,
     cpu_deployment,
     external_rules,
+    grant_forwarding,
     start_controller_process,
     start_hpa_only_kcm,
     stop_process,
@@ -178,18 +180,8 @@ def run(work: Path, steps: int, seed: int, cache_ttl: str) -> list[Target]:
         rig.publish(f'{METRIC}{{namespace="{NS}"}}', LOW)
         keda = start_keda(cluster, work / "keda")
         rig.on_exit(keda.stop)
-        cluster.kubectl("create", "namespace", "promhpa", check=False)
-        cluster.kubectl("-n", "promhpa", "create", "serviceaccount", "promhpa-adapter", check=False)
-        cluster.apply([
-            cluster_role("react-forwarding", (["external.metrics.k8s.io"], ["*"], ["get", "list"])),
-            binding("react-forwarding", "react-forwarding", "promhpa", "promhpa-adapter"),
-        ])  # fmt: skip
-        token = work / "adapter.token"
-        token.write_text(
-            cluster.kubectl(
-                "-n", "promhpa", "create", "token", "promhpa-adapter", "--duration=2h"
-            ).stdout.strip()
-        )
+        grant_forwarding(cluster, "react-forwarding", "external.metrics.k8s.io")
+        token = adapter_token(cluster, work / "adapter.token", duration="24h")  # 50 steps take about 17 min
         rig.adapter(
             external_rules(METRIC, by="") + keda_upstream(keda, token),
             f"--query-cache-ttl={cache_ttl}",

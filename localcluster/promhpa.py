@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .cluster import Cluster
-from .manifests import adapter_manifests, service_account_kubeconfig
+from .manifests import adapter_manifests, binding, cluster_role, service_account_kubeconfig
 from .prometheus import PrometheusProcess
 from .tools import ROOT, Binaries, cache_bin, free_port, insecure_tls, wait_http, wait_until
 
@@ -365,3 +365,20 @@ def start_hpa_only_kcm(cluster: Cluster, log: Path, port: int, *flags: str) -> s
     )
     out.close()
     return proc
+
+
+def grant_forwarding(cluster: Cluster, name: str, *groups: str) -> None:
+    """Lets the adapter's ServiceAccount read the metrics APIs it forwards to (``groups``):
+    what an upstream provider asks of the identity promhpa presents."""
+    rules = (list(groups), ["*"], ["get", "list"])
+    cluster.apply([cluster_role(name, rules), binding(name, name, "promhpa", "promhpa-adapter")])
+
+
+def adapter_token(cluster: Cluster, path: Path, duration: str = "1h") -> Path:
+    """A token of the ServiceAccount the adapter runs as (``promhpa/promhpa-adapter``), written
+    to ``path``: what the adapter presents upstream when it forwards a request."""
+    cluster.kubectl("create", "namespace", "promhpa", check=False)
+    cluster.kubectl("-n", "promhpa", "create", "serviceaccount", "promhpa-adapter", check=False)
+    made = cluster.kubectl("-n", "promhpa", "create", "token", "promhpa-adapter", f"--duration={duration}")
+    path.write_text(made.stdout.strip())
+    return path

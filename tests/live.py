@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from localcluster import Cluster
-from localcluster.manifests import binding
-from localcluster.manifests import cluster_role
 from localcluster.prometheus import Exporter
 from localcluster.prometheus import PrometheusProcess
 from localcluster.promhpa import AdapterProcess
+from localcluster.promhpa import adapter_token as adapter_token
+from localcluster.promhpa import grant_forwarding as grant_forwarding
 from localcluster.promhpa import register_and_start_adapter
 from localcluster.promhpa import start_adapter
 from localcluster.promhpa import start_controller_process
@@ -153,24 +153,6 @@ def live(
 ) -> Iterator[Live]:
     with Live(cluster, exporter, prometheus, tmp_path_factory) as layer:
         yield layer
-
-
-def grant_forwarding(cluster: Cluster, name: str, *groups: str) -> None:
-    """Lets the adapter's ServiceAccount read the metrics APIs it forwards to (``groups``):
-    what an upstream provider asks of the identity promhpa presents."""
-    rules = (list(groups), ["*"], ["get", "list"])
-    cluster.apply([cluster_role(name, rules), binding(name, name, "promhpa", "promhpa-adapter")])
-
-
-def adapter_token(cluster: Cluster, path: Path) -> Path:
-    """A token of the ServiceAccount the adapter runs as (``promhpa/promhpa-adapter``), written
-    to ``path``: what the adapter presents upstream when it forwards a request."""
-    cluster.kubectl("create", "namespace", "promhpa", check=False)
-    cluster.kubectl("-n", "promhpa", "create", "serviceaccount", "promhpa-adapter", check=False)
-    path.write_text(
-        cluster.kubectl("-n", "promhpa", "create", "token", "promhpa-adapter", "--duration=1h").stdout.strip()
-    )
-    return path
 
 
 def get_json(cluster: Cluster, path: str) -> Any:
