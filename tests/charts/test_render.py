@@ -437,9 +437,7 @@ def test_rules_webhook_is_off_by_default() -> None:
     """It answers only the API server's client certificate, which most clusters (every
     managed one) cannot be configured to present: on by default it would refuse them all."""
     docs = render(URL)
-    assert [
-        w for w in of_kind(docs, "ValidatingWebhookConfiguration") if "adapter" in w["metadata"]["name"]
-    ] == []
+    assert _registrations(docs, "adapter") == []
     (adapter,) = [d for d in of_kind(docs, "Deployment") if "adapter" in d["metadata"]["name"]]
     assert "--rules-webhook" not in adapter["spec"]["template"]["spec"]["containers"][0]["args"]
 
@@ -450,10 +448,13 @@ def test_rules_webhook_without_its_client_ca_is_refused() -> None:
     assert "rules.webhook.enabled needs rules.webhook.clientCA" in out.stderr
 
 
+def _registrations(docs: list[dict[str, Any]], component: str) -> list[dict[str, Any]]:
+    """The ValidatingWebhookConfigurations of one component (adapter or controller)."""
+    return [w for w in of_kind(docs, "ValidatingWebhookConfiguration") if component in w["metadata"]["name"]]
+
+
 def _own_kind_webhook(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    (hook,) = [
-        w for w in of_kind(docs, "ValidatingWebhookConfiguration") if "controller" in w["metadata"]["name"]
-    ]
+    (hook,) = _registrations(docs, "controller")
     return dict(hook["webhooks"][0])
 
 
@@ -498,9 +499,7 @@ def test_the_own_kinds_webhook_is_registered_with_a_certificate_for_its_service(
 @pytest.mark.parametrize("off", ["controller.admissionWebhook.enabled=false", "controller.ownKind=off"])
 def test_the_own_kinds_webhook_is_left_out_when_off(off: str) -> None:
     docs = render(URL, f"--set={off}")
-    assert [
-        w for w in of_kind(docs, "ValidatingWebhookConfiguration") if "controller" in w["metadata"]["name"]
-    ] == []
+    assert _registrations(docs, "controller") == []
     assert not [s for s in of_kind(docs, "Service") if s["metadata"]["name"].endswith("-webhook")]
     assert not [a for a in _controller_args(f"--set={off}") if "admission" in a or "tls-cert" in a]
 
@@ -512,9 +511,7 @@ def test_with_cert_manager_the_own_kinds_webhook_gets_a_certificate_and_its_ca_i
     ]
     assert cert["spec"]["dnsNames"][0] == "promhpa-controller-webhook.monitoring.svc"
     assert cert["spec"]["issuerRef"] == {"kind": "Issuer", "name": "promhpa-adapter-ca"}
-    (hook,) = [
-        w for w in of_kind(docs, "ValidatingWebhookConfiguration") if "controller" in w["metadata"]["name"]
-    ]
+    (hook,) = _registrations(docs, "controller")
     assert hook["metadata"]["annotations"] == {
         "cert-manager.io/inject-ca-from": "monitoring/promhpa-controller-webhook-tls"
     }

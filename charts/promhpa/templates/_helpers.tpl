@@ -219,10 +219,15 @@ reconciles promhpa's own kind. */}}
 {{- end }}
 {{- end }}
 
+{{/* The webhook's serving certificate in helm mode (promhpa.generatedTLS). */}}
+{{- define "promhpa.controller.generatedTLS" -}}
+{{- include "promhpa.generatedTLS" (dict "ctx" . "secret" (include "promhpa.controller.tlsSecretName" .) "dns" (include "promhpa.controller.dnsName" .) "memo" "__promhpaControllerTLS") }}
+{{- end }}
+
 {{/* The webhook's caBundle (empty in certManager mode: cert-manager injects it). */}}
 {{- define "promhpa.controller.caBundle" -}}
 {{- if eq .Values.tls.mode "helm" }}
-{{- (include "promhpa.generatedTLS" (dict "ctx" . "secret" (include "promhpa.controller.tlsSecretName" .) "dns" (include "promhpa.controller.dnsName" .) "memo" "__promhpaControllerTLS") | fromYaml).ca }}
+{{- (include "promhpa.controller.generatedTLS" . | fromYaml).ca }}
 {{- else }}
 {{- include "promhpa.caBundle" . }}
 {{- end }}
@@ -270,4 +275,10 @@ kind unless controller.ownKind is off. */}}
 {{- else -}}
 [autoscaling, autoscaling.promhpa.io]
 {{- end -}}
+{{- end }}
+
+{{/* The issuer of cert-manager's certificates: tls.certManager.issuerRef, else the CA Issuer
+the chart makes beside the adapter (templates/adapter/certmanager.yaml). */}}
+{{- define "promhpa.certManager.issuer" -}}
+{{- default (dict "kind" "Issuer" "name" (printf "%s-ca" (include "promhpa.adapter.fullname" .))) .Values.tls.certManager.issuerRef | toYaml }}
 {{- end }}
